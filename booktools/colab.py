@@ -1,0 +1,88 @@
+"""Running the notebooks on Google Colab.
+
+Every notebook starts with the same *bootstrap cell* (made by `bootstrap_cell_source`).
+On Colab it clones the book's repository and calls `finish_setup`; everywhere else it
+prints nothing and changes nothing. The repository URL in the cell is derived from the
+one setting, `repository.url` in `_config.yml`; `make sync` rewrites the cell in every
+notebook after that setting changes, and a test fails if any notebook is out of date.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BOOTSTRAP_TAG = "colab-bootstrap"
+
+# Colab ships these, built for its GPU runtime; reinstalling them would waste minutes and
+# could replace the CUDA build with one that does not match the driver.
+NEVER_INSTALL = {"torch", "torchvision"}
+# Needed to build the website and run the tests, not to run a chapter.
+BOOK_TOOLING = {"jupyter-book", "nbval", "pytest", "nbclient", "nbformat", "ipykernel", "setuptools"}
+
+_TEMPLATE = '''\
+# Colab only: fetch the book's code and install what Colab lacks. Elsewhere: does nothing.
+# (Written by `make sync` from _config.yml; edit booktools/colab.py, not this cell.)
+import os, sys
+if "google.colab" in sys.modules:
+    BOOK_REPO = os.environ.get("BOOK_REPO", "{url}")
+    BOOK_DIR = os.environ.get("BOOK_DIR", "/content/{name}")
+    if not os.path.isdir(BOOK_DIR):
+        import subprocess
+        subprocess.run(["git", "clone", "--quiet", "--depth=1", BOOK_REPO, BOOK_DIR], check=True)
+    sys.path.insert(0, BOOK_DIR)
+    import booktools.colab
+    booktools.colab.finish_setup(BOOK_DIR)'''
+
+
+def bootstrap_cell_source(repo_url: str) -> str:
+    """The source of the first code cell of every notebook, for the given repository."""
+    name = repo_url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        raise ValueError(f"cannot derive a folder name from repository URL {repo_url!r}")
+    return _TEMPLATE.format(url=repo_url, name=name)
+
+
+def pinned_requirements(requirements_file: Path) -> dict[str, str]:
+    """Map each `name==version` line of requirements.txt to its version."""
+    pins = {}
+    for line in Path(requirements_file).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9._-]+)==([A-Za-z0-9.+!_-]+)", line)
+        if not match:
+            raise ValueError(f"{requirements_file}: expected 'name==version', got {line!r}")
+        pins[match[1]] = match[2]
+    return pins
+
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def missing_requirements(requirements_file: Path) -> list[str]:
+    """The pinned runtime requirements not installed at all (present ones are kept as they are)."""
+    return [
+        f"{name}=={version}"
+        for name, version in pinned_requirements(requirements_file).items()
+        if name.lower() not in NEVER_INSTALL | BOOK_TOOLING and not _installed(name)
+    ]
+
+
+def finish_setup(book_dir: str | Path) -> list[str]:
+    """Install what this runtime lacks; called by the bootstrap cell on Colab. Returns what it installed."""
+    book_dir = Path(book_dir)
+    missing = missing_requirements(book_dir / "requirements.txt")
+    if missing:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
+        importlib.invalidate_caches()
+    print(f"Book code in {book_dir}; installed: {', '.join(missing) or 'nothing'}")
+    return missing
