@@ -1,0 +1,4 @@
+CREATE TABLE Employee (
+  id INT PRIMARY KEY,
+  salary INT
+);

@@ -1,0 +1,4 @@
+CREATE TABLE Scores (
+  id INT PRIMARY KEY,
+  score DECIMAL(3, 2)
+);

@@ -1,0 +1,4 @@
+CREATE TABLE Person (
+  id INT PRIMARY KEY,
+  email VARCHAR(255)
+);

@@ -1,0 +1,4 @@
+CREATE TABLE Activities (
+  sell_date DATE,
+  product VARCHAR(20)
+);

@@ -1,0 +1,5 @@
+CREATE TABLE Users (
+  user_id INT PRIMARY KEY,
+  name VARCHAR(30),
+  mail VARCHAR(50)
+);

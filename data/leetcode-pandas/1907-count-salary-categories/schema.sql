@@ -1,0 +1,4 @@
+CREATE TABLE Accounts (
+  account_id INT PRIMARY KEY,
+  income INT
+);
