@@ -1,0 +1,120 @@
+"""The AlexNet chapter's model code (booktools.alexnet) and its tools."""
+
+import pytest
+import torch
+import torchvision
+from torch import nn
+
+from booktools import alexnet as ax
+
+
+@pytest.fixture(scope="module")
+def models():
+    torch.manual_seed(1)
+    theirs = torchvision.models.alexnet(weights=None).eval()
+    ours = ax.AlexNet().eval()
+    return ours, theirs
+
+
+def test_same_parameter_count_names_and_shapes(models):
+    ours, theirs = models
+    assert ax.count_parameters(ours) == ax.count_parameters(theirs) == 61_100_840
+    assert [(k, v.shape) for k, v in ours.state_dict().items()] == \
+           [(k, v.shape) for k, v in theirs.state_dict().items()]
+
+
+def test_identical_outputs_after_strict_load(models):
+    ours, theirs = models
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    images = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(ours(images), theirs(images))
+        # the adaptive pooling makes other sizes work too
+        small = torch.randn(1, 3, 100, 120)
+        assert torch.equal(ours(small), theirs(small))
+
+
+def test_same_seed_gives_same_initial_weights():
+    torch.manual_seed(3)
+    theirs = torchvision.models.alexnet(weights=None)
+    torch.manual_seed(3)
+    ours = ax.AlexNet()
+    assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), theirs.state_dict().values()))
+
+
+def test_alexnet2012_has_the_papers_parameter_count_and_shapes():
+    with torch.device("meta"):
+        paper, ungrouped = ax.AlexNet2012(groups=2), ax.AlexNet2012(groups=1)
+        assert paper(torch.empty(1, 3, 227, 227)).shape == (1, 1000)
+    assert ax.count_parameters(paper) == 60_965_224
+    assert ax.count_parameters(ungrouped) - ax.count_parameters(paper) == 1_413_120
+
+
+def test_class_hierarchy_comes_from_the_mro():
+    edges = ax.class_hierarchy([nn.Conv2d, nn.ReLU, nn.BatchNorm2d])
+    assert (nn.Conv2d, nn.modules.conv._ConvNd) in edges
+    assert (nn.modules.conv._ConvNd, nn.Module) in edges
+    assert (nn.ReLU, nn.Module) in edges           # no longer a Threshold
+    assert all(base is not object for _, base in edges)
+    assert {child for child, _ in edges} >= {nn.Conv2d, nn.ReLU, nn.BatchNorm2d}
+
+
+def test_draw_class_hierarchy_draws_every_class():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    axes = ax.draw_class_hierarchy([nn.Conv2d, nn.MaxPool2d, nn.Linear])
+    labels = {t.get_text() for t in axes.texts if t.get_text()}  # arrows are empty annotations
+    assert labels == {"Module", "_ConvNd", "Conv2d", "_MaxPoolNd", "MaxPool2d", "Linear"}
+    plt.close(axes.figure)
+
+
+def test_profiler_shows_the_convolution_chain():
+    conv = nn.Conv2d(3, 64, kernel_size=11, stride=4, padding=2)
+    calls = ax.aten_call_tree(conv, torch.randn(1, 3, 224, 224))
+    assert calls == [(0, "aten::conv2d"), (1, "aten::convolution"), (2, "aten::_convolution"),
+                     (3, "aten::mkldnn_convolution")]
+    double = ax.aten_call_tree(conv.double(), torch.randn(1, 3, 224, 224, dtype=torch.float64))
+    assert [name for _, name in double][-1] == "aten::_slow_conv2d_forward"
+
+
+def test_conv_cost_divides_by_groups():
+    shape = (1, 64, 8, 8)
+    dense_params, dense_flops = ax.conv_cost(nn.Conv2d(64, 64, 3, padding=1, bias=False), shape)
+    assert dense_flops == 2 * 64 * 64 * 9 * 8 * 8
+    for groups in (2, 8, 64):
+        params, flops = ax.conv_cost(nn.Conv2d(64, 64, 3, padding=1, groups=groups, bias=False), shape)
+        assert params * groups == dense_params
+        assert flops * groups == dense_flops
+
+
+def test_dispatch_table_names_kernels_without_paths():
+    table = ax.dispatch_table("aten::cudnn_convolution", ["CPU", "CUDA"])
+    assert table["CPU"] == "nothing registered"
+    assert table["CUDA"].startswith("kernel, from ") and "/" not in table["CUDA"]
+
+
+def test_toy_backend_routes_convolution_and_unregisters():
+    conv = nn.Conv2d(3, 4, 3)
+    x = torch.randn(1, 3, 9, 9)
+    log = []
+    with torch.no_grad():
+        reference = conv(x)
+        with ax.toy_backend(log):
+            routed = conv(x)
+            with pytest.raises(NotImplementedError, match="PrivateUse1"):
+                torch.relu(x)
+        assert torch.equal(routed, reference)
+        assert len(log) == 1 and "weight (4, 3, 3, 3)" in log[0]
+        conv(x)  # after the block: the CPU kernel again, nothing logged
+    assert len(log) == 1
+    assert ax.dispatch_table("aten::convolution", ["PrivateUse1"])["PrivateUse1"].startswith("default backend kernel")
+
+
+def test_generated_binding_and_yaml_entry():
+    code = ax.generated_python_binding("conv2d")
+    assert "THPVariable_conv2d" in code and "PythonArgParser" in code and "at::conv2d_symint" in code
+    entry = ax.native_functions_entry("convolution")[0]
+    assert "aten::" + entry["func"] == str(torch.ops.aten.convolution.default._schema)

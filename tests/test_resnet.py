@@ -1,0 +1,111 @@
+"""The ResNet chapter's model code (booktools.resnet) equals torchvision's ResNets.
+
+Outputs are compared on 64x64 images: every layer of the network runs at any input size
+(the final pooling is adaptive), and at 64x64 the last feature map is still 2x2, so the
+global pooling averages real positions. That is about 12x cheaper than 224x224.
+"""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from booktools import resnet as rn
+from booktools.resnet_notes import notes_resnet
+
+DEPTHS = sorted(rn.CONSTRUCTORS)
+
+
+def test_constructor_names_are_kept():
+    assert [f.__name__ for f in rn.CONSTRUCTORS.values()] == [
+        "my_resnet18", "my_resnet34", "my_resnet50", "my_resnet101", "my_resnet152"]
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_parameter_count_equals_torchvision(depth):
+    with torch.device("meta"):
+        ours, theirs = rn.CONSTRUCTORS[depth](), rn.torchvision_resnet(depth)
+    assert rn.count_parameters(ours) == rn.count_parameters(theirs)
+    assert [(k, v.shape) for k, v in ours.state_dict().items()] == \
+           [(k, v.shape) for k, v in theirs.state_dict().items()]
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_identical_outputs_after_strict_load(depth):
+    generator = torch.Generator().manual_seed(depth)
+    torch.manual_seed(1000 + depth)
+    theirs = rn.randomize_batchnorm(rn.torchvision_resnet(depth), generator).eval()
+    ours = rn.CONSTRUCTORS[depth]()
+    with torch.no_grad():  # make sure the result comes from the loaded weights only
+        for tensor in ours.state_dict().values():
+            if tensor.is_floating_point():
+                tensor.normal_(generator=generator)
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    ours.eval()
+    images = torch.randn(2, 3, 64, 64, generator=generator)
+    with torch.no_grad():
+        assert torch.equal(ours(images), theirs(images))
+
+
+@pytest.mark.parametrize("depth", [18, 50])
+def test_same_seed_gives_same_initial_weights(depth):
+    torch.manual_seed(7)
+    theirs = rn.torchvision_resnet(depth, zero_init_residual=True)
+    torch.manual_seed(7)
+    ours = rn.CONSTRUCTORS[depth](zero_init_residual=True)
+    assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), theirs.state_dict().values()))
+
+
+def test_num_classes_and_in_channels():
+    model = rn.my_resnet18(in_channels=1, num_classes=10).eval()
+    assert model(torch.randn(2, 1, 28, 28)).shape == (2, 10)
+
+
+def test_zero_init_residual_makes_blocks_start_as_identity():
+    model = rn.my_resnet50(zero_init_residual=True)
+    x = torch.rand(2, 256, 8, 8)
+    assert torch.equal(model.layer1[1](x), x)   # a block without projection
+
+
+def test_output_size_formula_matches_pytorch():
+    for size in range(1, 24):
+        for kernel in (1, 3, 4, 7):
+            for stride in (1, 2, 3):
+                for padding in (0, 1, 3):
+                    for dilation in (1, 2, 3):
+                        if size + 2 * padding < dilation * (kernel - 1) + 1:
+                            continue
+                        conv = nn.functional.conv2d(
+                            torch.empty(1, 1, size, size, device="meta"),
+                            torch.empty(1, 1, kernel, kernel, device="meta"),
+                            stride=stride, padding=padding, dilation=dilation)
+                        assert conv.shape[-1] == rn.conv_output_size(size, kernel, stride, padding, dilation)
+    assert rn.conv_output_size(224, 7, 2, 3) == 112 and math.isclose((224 - 7 + 6) / 2 + 1, 112.5)
+
+
+def test_stage_shapes():
+    shapes = rn.stage_shapes(rn.my_resnet50(), (1, 3, 224, 224))
+    assert shapes["layer1"] == (1, 256, 56, 56)
+    assert shapes["layer4"] == (1, 2048, 7, 7)
+    assert shapes["avgpool"] == (1, 2048, 1, 1)
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_notes_parameter_difference_is_stem_plus_conv_biases(depth):
+    """The chapter's accounting of the notes' parameter count holds at every depth."""
+    with torch.device("meta"):
+        ours, notes = rn.CONSTRUCTORS[depth](), notes_resnet(depth)
+    conv_biases = sum(m.bias.numel() for m in notes.modules() if isinstance(m, nn.Conv2d))
+    stem = notes.conv1[0].weight.numel() - ours.conv1.weight.numel()
+    assert rn.count_parameters(notes) - rn.count_parameters(ours) == conv_biases + stem
+
+
+def test_notes_fixed_pooling_breaks_where_ours_does_not():
+    torch.manual_seed(0)
+    notes, ours = notes_resnet(18).eval(), rn.my_resnet18().eval()
+    small = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        assert ours(small).shape == (1, 1000)
+        with pytest.raises(RuntimeError, match="Output size is too small"):
+            notes(small)
