@@ -1,0 +1,174 @@
+// classify: classify Fashion-MNIST test images in C++ with a TorchScript model saved from Python.
+//
+//   classify MODEL.pt IMAGES-idx3-ubyte [LABELS-idx1-ubyte] [options]
+//     --threads N      intra-op threads (default: libtorch's choice)
+//     --batch-size N   images per forward call (default 1000)
+//     --show N         print the first N predictions (default 5)
+//     --output FILE    write one CSV line per image: predicted class, then the 10 logits
+//
+// The images go in as raw bytes, a uint8 tensor of shape [N, 1, 28, 28]: the model itself
+// scales and normalizes them (see the chapter "From data to deployment"), so this program
+// cannot drift from the preprocessing used in training. The class names come from the model
+// too, from its `classes` attribute.
+
+#include <ATen/Parallel.h>  // at::set_num_threads
+#include <torch/script.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+// [book:read-idx]
+// An IDX file (the MNIST format): two zero bytes, a type code (0x08 = unsigned byte), the
+// number of dimensions, each dimension as a big-endian 32-bit integer, then the data, row-major.
+struct IdxArray {
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
+IdxArray read_idx(const std::string& path, size_t expected_dims) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  unsigned char magic[4];
+  in.read(reinterpret_cast<char*>(magic), 4);
+  if (!in || magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] != expected_dims)
+    throw std::runtime_error(path + ": not an unsigned-byte IDX file with " +
+                             std::to_string(expected_dims) + " dimensions");
+  IdxArray array;
+  int64_t count = 1;
+  for (size_t d = 0; d < expected_dims; ++d) {
+    unsigned char size[4];
+    in.read(reinterpret_cast<char*>(size), 4);
+    int64_t n = (int64_t{size[0]} << 24) | (size[1] << 16) | (size[2] << 8) | size[3];
+    array.shape.push_back(n);
+    count *= n;
+  }
+  array.bytes.resize(count);
+  in.read(reinterpret_cast<char*>(array.bytes.data()), count);
+  if (!in) throw std::runtime_error(path + ": file is shorter than its header says");
+  return array;
+}
+// [/book:read-idx]
+
+struct Options {
+  std::string model, images, labels, output;
+  int threads = 0, batch_size = 1000, show = 5;
+};
+
+Options parse(int argc, char** argv) {
+  Options opt;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--threads") opt.threads = std::stoi(value());
+    else if (arg == "--batch-size") opt.batch_size = std::stoi(value());
+    else if (arg == "--show") opt.show = std::stoi(value());
+    else if (arg == "--output") opt.output = value();
+    else if (arg.rfind("--", 0) == 0) throw std::runtime_error("unknown option " + arg);
+    else positional.push_back(arg);
+  }
+  if (positional.size() < 2 || positional.size() > 3 || opt.batch_size < 1)
+    throw std::runtime_error(
+        "usage: classify MODEL.pt IMAGES-idx3-ubyte [LABELS-idx1-ubyte] "
+        "[--threads N] [--batch-size N] [--show N] [--output FILE]");
+  opt.model = positional[0];
+  opt.images = positional[1];
+  if (positional.size() == 3) opt.labels = positional[2];
+  return opt;
+}
+
+std::string file_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+int run(const Options& opt) {
+  if (opt.threads > 0) at::set_num_threads(opt.threads);
+
+  // [book:load-and-run]
+  torch::jit::Module model = torch::jit::load(opt.model);  // the archive Python's .save() wrote
+  model.eval();
+  std::vector<std::string> classes;
+  for (const auto& name : model.attr("classes").toListRef()) classes.push_back(name.toStringRef());
+
+  IdxArray images = read_idx(opt.images, 3);
+  const int64_t n = images.shape[0];
+  // A view of the bytes as a uint8 tensor [N, 1, rows, cols]; from_blob does not copy.
+  torch::Tensor all = torch::from_blob(images.bytes.data(), {n, 1, images.shape[1], images.shape[2]},
+                                       torch::kUInt8);
+
+  c10::InferenceMode no_autograd;  // inference only: no graph recording, no version counters
+  // The first calls profile and optimize the TorchScript graph and set up the CPU kernels: warm up
+  // on one batch before timing, as a server would.
+  torch::Tensor first_batch = all.slice(/*dim=*/0, 0, std::min<int64_t>(n, opt.batch_size));
+  for (int warm_up = 0; warm_up < 2; ++warm_up) model.forward({first_batch});
+  std::vector<torch::Tensor> outputs;
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t first = 0; first < n; first += opt.batch_size) {
+    torch::Tensor batch = all.slice(/*dim=*/0, first, std::min(n, first + opt.batch_size));
+    outputs.push_back(model.forward({batch}).toTensor());
+  }
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  torch::Tensor logits = torch::cat(outputs);
+  torch::Tensor predicted = logits.argmax(/*dim=*/1);
+  // [/book:load-and-run]
+
+  std::printf("model: %s, %zu classes; threads: %d\n", file_name(opt.model).c_str(), classes.size(),
+              at::get_num_threads());
+  std::printf("images: %lld of %lldx%lld from %s\n", static_cast<long long>(n),
+              static_cast<long long>(images.shape[1]), static_cast<long long>(images.shape[2]),
+              file_name(opt.images).c_str());
+
+  IdxArray labels;
+  if (!opt.labels.empty()) {
+    labels = read_idx(opt.labels, 1);
+    if (labels.shape[0] != n) throw std::runtime_error("images and labels differ in number");
+  }
+  auto p = predicted.accessor<int64_t, 1>();
+  for (int64_t i = 0; i < std::min<int64_t>(n, opt.show); ++i) {
+    std::printf("  image %lld: %-12s", static_cast<long long>(i), classes.at(p[i]).c_str());
+    if (!opt.labels.empty()) std::printf(" (label: %s)", classes.at(labels.bytes[i]).c_str());
+    std::printf("\n");
+  }
+  if (!opt.labels.empty()) {
+    int64_t correct = 0;
+    for (int64_t i = 0; i < n; ++i) correct += p[i] == labels.bytes[i];
+    std::printf("accuracy: %.2f%% (%lld of %lld)\n", 100.0 * correct / n,
+                static_cast<long long>(correct), static_cast<long long>(n));
+  }
+  std::printf("forward time: %.1f ms for %lld images\n", 1e3 * seconds, static_cast<long long>(n));
+
+  if (!opt.output.empty()) {
+    std::FILE* out = std::fopen(opt.output.c_str(), "w");
+    if (!out) throw std::runtime_error("cannot write " + opt.output);
+    auto l = logits.accessor<float, 2>();
+    for (int64_t i = 0; i < n; ++i) {
+      std::fprintf(out, "%lld", static_cast<long long>(p[i]));
+      for (int64_t k = 0; k < logits.size(1); ++k) std::fprintf(out, ",%.9g", l[i][k]);  // exact float32
+      std::fprintf(out, "\n");
+    }
+    std::fclose(out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const c10::Error& e) {  // libtorch's errors: a bad archive, a shape mismatch, ...
+    std::cerr << "classify: " << e.what_without_backtrace() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "classify: " << e.what() << "\n";
+  }
+  return 1;
+}
