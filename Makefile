@@ -8,6 +8,7 @@
 #   make notebook NB=chapters/tensors.ipynb   execute one notebook, store and check its outputs
 #   make sync                      rewrite the Colab bootstrap cell in every notebook
 #   make check                     static checks of the committed notebooks
+#   make bench                     benchmark the extension's kernels (ext/bench/results/)
 #   make clean                     remove build outputs (keeps .venv)
 
 PYTHON ?= python3
@@ -15,15 +16,24 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.book-requirements
+EXT_STAMP   := $(VENV)/.book-extension
+EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
+               \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book test refresh notebook sync check clean
+.PHONY: setup book test refresh notebook sync check bench clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(EXT_STAMP)
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet -r requirements.txt
 	$(PIP) install --quiet --no-deps --no-build-isolation --editable .
+	touch $@
+
+# The mylinearops extension, built from source against the installed torch. Its CUDA kernels
+# are compiled whenever nvcc is found, GPU or not (ext/README.md lists the switches).
+$(EXT_STAMP): $(STAMP) $(EXT_SOURCES)
+	$(PIP) install --quiet --no-deps --no-build-isolation ./ext
 	touch $@
 
 book: setup
@@ -47,5 +57,8 @@ sync: setup
 check: setup
 	$(PY) -m booktools.nbtools check
 
+bench: setup
+	$(PY) ext/bench/bench_matmul.py
+
 clean:
-	rm -rf _build
+	rm -rf _build ext/build ext/.jit-build

@@ -1,0 +1,62 @@
+// AVX-512 micro-kernels. Only this file is compiled for AVX-512 (via the
+// target pragma), so the library still loads and runs on CPUs without it;
+// matmul_cpu.cpp picks a kernel at run time with __builtin_cpu_supports.
+#include "microkernel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// [book:cpu-avx512-target]
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+#include <immintrin.h>
+
+#include "microkernel_impl.h"
+
+namespace mylinearops::cpu {
+namespace {
+
+struct Avx512F32 {
+  using T = float;
+  using V = __m512;
+  static constexpr int kWidth = 16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const T* p) { return _mm512_loadu_ps(p); }
+  static V broadcast(const T* p) { return _mm512_set1_ps(*p); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static void store(T* p, V v) { _mm512_storeu_ps(p, v); }
+};
+
+struct Avx512F64 {
+  using T = double;
+  using V = __m512d;
+  static constexpr int kWidth = 8;
+  static V zero() { return _mm512_setzero_pd(); }
+  static V load(const T* p) { return _mm512_loadu_pd(p); }
+  static V broadcast(const T* p) { return _mm512_set1_pd(*p); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static void store(T* p, V v) { _mm512_storeu_pd(p, v); }
+};
+
+// 32 zmm registers: 12 x 2 accumulators + 2 B vectors + 1 broadcast.
+constexpr MicroKernel<float> kF32{"avx512", 12, 32, 256, 144, 512, &microkernel<Avx512F32, 12, 2>};
+constexpr MicroKernel<double> kF64{"avx512", 12, 16, 256, 96, 256, &microkernel<Avx512F64, 12, 2>};
+// [/book:cpu-avx512-target]
+
+} // namespace
+} // namespace mylinearops::cpu
+#pragma GCC pop_options
+
+namespace mylinearops::cpu {
+const MicroKernel<float>* avx512_kernel_f32() { return &kF32; }
+const MicroKernel<double>* avx512_kernel_f64() { return &kF64; }
+} // namespace mylinearops::cpu
+
+#else // not x86-64 with GCC/Clang: no AVX-512 kernels in this build
+
+namespace mylinearops::cpu {
+const MicroKernel<float>* avx512_kernel_f32() { return nullptr; }
+const MicroKernel<double>* avx512_kernel_f64() { return nullptr; }
+} // namespace mylinearops::cpu
+
+#endif

@@ -1,0 +1,38 @@
+// Portable micro-kernels: GCC/Clang vector extensions with 16-byte vectors
+// (SSE2 on any x86-64, NEON on arm64). The fallback when neither AVX2 nor
+// AVX-512 is available, and a baseline for the book's comparisons.
+#include <cstring>
+
+#include "microkernel.h"
+#include "microkernel_impl.h"
+
+namespace mylinearops::cpu {
+namespace {
+
+template <typename Scalar>
+struct GenericVec {
+  using T = Scalar;
+  typedef Scalar V __attribute__((vector_size(16)));
+  static constexpr int kWidth = 16 / sizeof(Scalar);
+  static V zero() { return V{}; }
+  static V load(const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V)); // unaligned load
+    return v;
+  }
+  static V broadcast(const T* p) { return V{} + *p; }
+  static V fmadd(V a, V b, V c) { return a * b + c; }
+  static V add(V a, V b) { return a + b; }
+  static void store(T* p, V v) { std::memcpy(p, &v, sizeof(V)); }
+};
+
+// 16 xmm registers: 6 x 2 accumulators + 2 B vectors + 1 broadcast.
+constexpr MicroKernel<float> kF32{"generic", 6, 8, 256, 96, 256, &microkernel<GenericVec<float>, 6, 2>};
+constexpr MicroKernel<double> kF64{"generic", 6, 4, 256, 96, 256, &microkernel<GenericVec<double>, 6, 2>};
+
+} // namespace
+
+const MicroKernel<float>* generic_kernel_f32() { return &kF32; }
+const MicroKernel<double>* generic_kernel_f64() { return &kF64; }
+
+} // namespace mylinearops::cpu

@@ -1,0 +1,193 @@
+"""How mylinearops is compiled: sources, flags, and whether CUDA is built.
+
+Shared by ``setup.py`` (the packaged build) and ``jit.py`` (the JIT build) so
+the two cannot drift apart. It imports nothing from the package, so setup.py
+can load it by file path before the package exists.
+
+Environment switches (read at build time):
+
+``MYLINEAROPS_CUDA``        ``auto`` (default): build the CUDA kernels when torch
+                            is a CUDA build and a CUDA toolkit (nvcc) is found;
+                            ``1``: require them (error if impossible); ``0``: CPU only.
+``TORCH_CUDA_ARCH_LIST``    GPU architectures to compile for. Unset and no GPU
+                            visible: ``DEFAULT_CUDA_ARCH_LIST`` (below).
+``MAX_JOBS``                parallel compile jobs (torch's default: all cores).
+``CXX``                     the C++ compiler (default ``c++``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+EXT_DIR = Path(__file__).resolve().parent.parent  # ext/ in a source checkout
+
+CPU_SOURCES = [
+    "csrc/mylinearops.cpp",
+    "csrc/cpu/matmul_cpu.cpp",
+    "csrc/cpu/microkernel_avx512.cpp",
+    "csrc/cpu/microkernel_avx2.cpp",
+    "csrc/cpu/microkernel_generic.cpp",
+]
+CUDA_SOURCES = [
+    "csrc/cuda/matmul_cuda.cu",
+    "csrc/cuda/matmul_register_blocked.cu",
+]
+# Only the packaged build: defines PyInit__C so ``import mylinearops._C`` works.
+PYTHON_MODULE_SOURCE = "csrc/python_module.cpp"
+HEADERS = [
+    "csrc/mylinearops.h",
+    "csrc/cpu/microkernel.h",
+    "csrc/cpu/microkernel_impl.h",
+    "csrc/cuda/matmul_kernels.cuh",
+]
+
+# sm_90 (H100/H200) as SASS, plus PTX so newer GPUs (Blackwell) can JIT it.
+# Every extra architecture adds roughly the same compile time again.
+DEFAULT_CUDA_ARCH_LIST = "9.0+PTX"
+
+CUDA_MODES = ("auto", "0", "1")
+
+
+def cuda_mode() -> str:
+    mode = os.environ.get("MYLINEAROPS_CUDA", "auto").strip().lower() or "auto"
+    if mode not in CUDA_MODES:
+        raise ValueError(
+            f"MYLINEAROPS_CUDA={mode!r} is not one of {', '.join(CUDA_MODES)} "
+            "(auto: build CUDA kernels if nvcc is found; 1: require them; 0: CPU only)"
+        )
+    return mode
+
+
+def find_cuda_home() -> str | None:
+    """The CUDA toolkit root (with bin/nvcc and include/), or None.
+
+    torch guesses the root as the parent of ``which nvcc``. Where nvcc on PATH
+    is a wrapper script (e.g. /usr/local/bin/nvcc exec-ing the real one) that
+    guess (/usr/local) has no headers, so also try the conventional
+    /usr/local/cuda. CUDA_HOME / CUDA_PATH, when set, win.
+    """
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            return os.environ[var]
+    candidates = []
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(Path(nvcc).resolve().parent.parent)
+    candidates.append(Path("/usr/local/cuda"))
+    for root in candidates:
+        if (root / "bin" / "nvcc").exists() and (root / "include" / "cuda_runtime_api.h").exists():
+            return str(root)
+    return None
+
+
+def import_cpp_extension():
+    """torch.utils.cpp_extension, without its import-time warning that no
+    CUDA runtime (GPU) is found: expected, and harmless, on GPU-less builds."""
+    import logging
+
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        from torch.utils import cpp_extension
+    finally:
+        logger.setLevel(level)
+    return cpp_extension
+
+
+def use_cuda_home(root: str) -> None:
+    """Make torch.utils.cpp_extension compile against ``root``."""
+    import sys
+
+    os.environ["CUDA_HOME"] = root
+    cpp_extension = sys.modules.get("torch.utils.cpp_extension")
+    if cpp_extension is not None:  # imported already: it read CUDA_HOME at import time
+        cpp_extension.CUDA_HOME = root
+
+
+def want_cuda() -> bool:
+    """Decide whether to compile the CUDA kernels (see MYLINEAROPS_CUDA)."""
+    import torch
+
+    mode = cuda_mode()
+    if mode == "0":
+        return False
+    toolkit = find_cuda_home()
+    possible = torch.version.cuda is not None and toolkit is not None
+    if mode == "1" and not possible:
+        why = (
+            f"torch {torch.__version__} is a CPU-only build"
+            if torch.version.cuda is None
+            else "no CUDA toolkit was found (no nvcc on PATH, CUDA_HOME unset)"
+        )
+        raise RuntimeError(
+            f"MYLINEAROPS_CUDA=1 but {why}. Install the CUDA toolkit matching "
+            f"torch.version.cuda={torch.version.cuda} (and set CUDA_HOME), "
+            "or build the CPU-only library with MYLINEAROPS_CUDA=0."
+        )
+    if possible:
+        use_cuda_home(toolkit)
+    return possible
+
+
+def set_default_cuda_arch_list() -> str:
+    """TORCH_CUDA_ARCH_LIST for this build; sets the default where none is set.
+
+    torch derives the list from the visible GPUs and fails when there are
+    none, so a GPU-less build (CI, these notes' build machines) needs one.
+    """
+    import torch
+
+    archs = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if archs:
+        return archs
+    if torch.cuda.is_available():
+        return "(visible GPUs)"
+    os.environ["TORCH_CUDA_ARCH_LIST"] = DEFAULT_CUDA_ARCH_LIST
+    return DEFAULT_CUDA_ARCH_LIST
+
+
+def check_toolchain(need_ninja: bool = True) -> None:
+    """Fail early, naming what to install, rather than deep inside the build."""
+    cxx = os.environ.get("CXX", "c++")
+    if shutil.which(cxx) is None:
+        raise RuntimeError(
+            f"mylinearops: no C++ compiler found (looked for {cxx!r}; set CXX to use another). "
+            "Install one, e.g. `apt-get install g++` on Debian/Ubuntu, "
+            "`dnf install gcc-c++` on Fedora, or Xcode's command line tools on macOS."
+        )
+    if need_ninja:
+        if not import_cpp_extension().is_ninja_available():
+            raise RuntimeError(
+                "mylinearops: building needs the ninja build tool, which was not found. "
+                "Install it with `pip install ninja` (it is in the book's requirements.txt)."
+            )
+
+
+def cxx_flags(with_cuda: bool) -> list[str]:
+    # -fopenmp: at::parallel_for is a header template; compiled without
+    # OpenMP it silently runs on one thread. No -march=native: the AVX2 and
+    # AVX-512 micro-kernels are compiled per file and chosen at run time.
+    flags = ["-O3", "-fopenmp"]
+    if with_cuda:
+        flags.append("-DMYLINEAROPS_WITH_CUDA")
+    return flags
+
+
+def nvcc_flags() -> list[str]:
+    return ["-O3", "-lineinfo", "-DMYLINEAROPS_WITH_CUDA"]
+
+
+def link_flags() -> list[str]:
+    return ["-fopenmp"]
+
+
+def sources(with_cuda: bool, root: Path = EXT_DIR, python_module: bool = False) -> list[str]:
+    files = list(CPU_SOURCES)
+    if with_cuda:
+        files += CUDA_SOURCES
+    if python_module:
+        files.append(PYTHON_MODULE_SOURCE)
+    return [str(root / f) for f in files]

@@ -1,0 +1,48 @@
+"""Shared helpers for the mylinearops tests.
+
+The tests import the installed package (``pip install --no-build-isolation
+./ext``); to test a JIT build of a source checkout instead, run with
+``MYLINEAROPS_JIT=1 PYTHONPATH=ext``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import mylinearops
+
+CPU_ALGOS = mylinearops.available_algos("cpu")
+CUDA_ALGOS = tuple(a for a in mylinearops.ALGOS["cuda"])
+
+HAS_GPU = torch.cuda.is_available()
+HAS_CUDA_KERNELS = bool(mylinearops.build_info()["with_cuda"])
+requires_gpu = pytest.mark.skipif(
+    not (HAS_GPU and HAS_CUDA_KERNELS),
+    reason="needs a CUDA GPU and a CUDA build of mylinearops"
+    + ("" if HAS_GPU else " (no GPU visible: torch.cuda.is_available() is False)")
+    + ("" if HAS_CUDA_KERNELS else " (this build has no CUDA kernels)"),
+)
+
+
+def reference(A: torch.Tensor, B: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """A @ B (+ bias) computed by torch in float64, on the CPU."""
+    out = A.detach().cpu().double() @ B.detach().cpu().double()
+    if bias is not None:
+        out = out + bias.detach().cpu().double()
+    return out
+
+
+def assert_close_to_reference(out: torch.Tensor, expected: torch.Tensor, k: int) -> None:
+    """float32 accumulates rounding error roughly with sqrt(k); float64 is near exact."""
+    assert out.dtype in (torch.float32, torch.float64)
+    if out.dtype == torch.float32:
+        atol, rtol = 1e-5 * max(1, k) ** 0.5 * 4, 1e-5
+    else:
+        atol, rtol = 1e-12 * max(1, k), 1e-12
+    torch.testing.assert_close(out.detach().cpu().double(), expected, atol=atol, rtol=rtol)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)

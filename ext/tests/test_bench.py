@@ -1,0 +1,59 @@
+"""Smoke test of the benchmark script (not a timing test): its pieces run on
+tiny shapes, check correctness before timing, and write a readable report."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_matmul.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_matmul", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_pieces_produce_a_report(bench):
+    timer = bench.Timer("cpu")
+    rows = [
+        bench.bench_shape("cpu", 9, 17, 5, kind, rounds=1, target_s=1e-4, quick=True, timer=timer)
+        for kind in ("forward", "backward")
+    ]
+    for row in rows:
+        assert "torch.mm" in row["variants"]
+        for name, v in row["variants"].items():
+            assert not v.get("failed_check"), name
+            assert v["gflops"] > 0 and v["max_error_per_sqrt_k"] < 1e-4
+    train = bench.mlp_train_step("cpu", rounds=1, steps_per_round=1, timer=timer)
+    assert train["same_loss_curve"] and train["linearlayer_over_nn_linear"] > 0
+    report = {
+        "device": "cpu",
+        "quick": True,
+        "rounds": 1,
+        "target_ms": 0.1,
+        "machine": bench.machine_description("cpu"),
+        "results": rows,
+        "mlp_train_step": train,
+    }
+    text = bench.markdown(report)
+    assert "| 9 x 17 x 5 |" in text and "blocked" in text
+    assert "LinearLayer / nn.Linear time" in text
+
+
+def test_bench_rejects_a_wrong_kernel(bench, monkeypatch):
+    # A variant that returns a wrong result is reported, not timed.
+    import mylinearops
+
+    real = mylinearops.matmul
+    monkeypatch.setattr(
+        mylinearops, "matmul", lambda A, B, algo="auto": real(A, B, algo=algo) + (algo == "blocked")
+    )
+    row = bench.bench_shape("cpu", 8, 8, 8, "forward", rounds=1, target_s=1e-4, quick=True, timer=bench.Timer("cpu"))
+    assert row["variants"]["blocked"].get("failed_check") and "gflops" not in row["variants"]["blocked"]
+    assert "gflops" in row["variants"]["torch.mm"]

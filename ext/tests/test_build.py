@@ -1,0 +1,117 @@
+"""The build: CUDA compiled wherever nvcc is, clear errors for missing tools, the JIT path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import mylinearops
+from mylinearops import _build_config as cfg
+
+EXT_DIR = Path(__file__).resolve().parent.parent
+
+
+def test_build_info():
+    info = mylinearops.build_info()
+    assert info["loaded_from"] in ("package", "jit")
+    assert "generic" in info["cpu_microkernels"]
+
+
+@pytest.mark.skipif(os.environ.get("MYLINEAROPS_CUDA", "auto") == "0", reason="MYLINEAROPS_CUDA=0: CPU-only build requested")
+def test_cuda_kernels_compiled_wherever_nvcc_is():
+    # A broken .cu file must fail the build even on GPU-less CI, so a build
+    # that found a toolkit must contain the CUDA kernels.
+    if torch.version.cuda is None or cfg.find_cuda_home() is None:
+        pytest.skip("no CUDA toolkit (nvcc) or a CPU-only torch: nothing to compile CUDA with")
+    assert mylinearops.build_info()["with_cuda"], "nvcc is available but the library was built without CUDA"
+
+
+def test_cuda_mode_env_switch(monkeypatch):
+    for value, expected in [("auto", "auto"), ("1", "1"), ("0", "0"), ("", "auto"), (" AUTO ", "auto")]:
+        monkeypatch.setenv("MYLINEAROPS_CUDA", value)
+        assert cfg.cuda_mode() == expected
+    monkeypatch.setenv("MYLINEAROPS_CUDA", "yes")
+    with pytest.raises(ValueError, match=r"MYLINEAROPS_CUDA='yes' is not one of auto, 0, 1"):
+        cfg.cuda_mode()
+    monkeypatch.setenv("MYLINEAROPS_CUDA", "0")
+    assert cfg.want_cuda() is False
+
+
+def test_forcing_cuda_without_toolkit_says_what_to_install(monkeypatch):
+    monkeypatch.setenv("MYLINEAROPS_CUDA", "1")
+    monkeypatch.setattr(cfg, "find_cuda_home", lambda: None)
+    with pytest.raises(RuntimeError, match=r"MYLINEAROPS_CUDA=1 but .*Install the CUDA toolkit"):
+        cfg.want_cuda()
+
+
+def test_default_arch_list_for_gpu_less_builds(monkeypatch):
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert cfg.set_default_cuda_arch_list() == cfg.DEFAULT_CUDA_ARCH_LIST
+    assert "9.0" in os.environ["TORCH_CUDA_ARCH_LIST"]  # sm_90: H100
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0")
+    assert cfg.set_default_cuda_arch_list() == "8.0"  # an explicit choice wins
+
+
+def test_missing_compiler_says_what_to_install(monkeypatch):
+    monkeypatch.setenv("CXX", "no-such-compiler-xyz")
+    with pytest.raises(RuntimeError, match=r"no C\+\+ compiler found \(looked for 'no-such-compiler-xyz'.*apt-get install g\+\+"):
+        cfg.check_toolchain()
+
+
+def test_missing_ninja_says_what_to_install(monkeypatch):
+    from torch.utils import cpp_extension
+
+    monkeypatch.setattr(cpp_extension, "is_ninja_available", lambda: False)
+    with pytest.raises(RuntimeError, match=r"needs the ninja build tool.*pip install ninja"):
+        cfg.check_toolchain(need_ninja=True)
+
+
+def test_jit_refuses_to_load_a_second_copy():
+    if mylinearops.build_info()["loaded_from"] != "package":
+        pytest.skip("only meaningful when the packaged library is loaded")
+    with pytest.raises(RuntimeError, match=r"packaged library \(mylinearops._C\) is already loaded.*MYLINEAROPS_JIT=1"):
+        mylinearops.jit.build()
+
+
+def _jit_import(env):
+    code = (
+        "import time; t = time.perf_counter(); import mylinearops, torch; "
+        "A = torch.randn(5, 6); B = torch.randn(6, 7); "
+        "assert torch.allclose(mylinearops.matmul(A, B), A @ B, atol=1e-5); "
+        "info = mylinearops.build_info(); assert info['loaded_from'] == 'jit', info; "
+        "print(info['library']); print(time.perf_counter() - t)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    library, seconds = out.stdout.split()[-2:]
+    return Path(library), float(seconds)
+
+
+def test_jit_build_and_reload(tmp_path):
+    # The notebook path: compile from source with torch.utils.cpp_extension.load
+    # into a persistent directory; a second process finds nothing to rebuild.
+    # CPU-only to keep the test quick (the CUDA sources are covered by the build).
+    env = dict(os.environ)
+    env.update(
+        MYLINEAROPS_JIT="1",
+        MYLINEAROPS_CUDA="0",
+        MYLINEAROPS_SOURCE_DIR=str(EXT_DIR),
+        MYLINEAROPS_BUILD_DIR=str(EXT_DIR / ".jit-build" / "tests"),
+    )
+    library, _ = _jit_import(env)
+    built_at = library.stat().st_mtime
+    start = time.perf_counter()
+    library_again, import_seconds = _jit_import(env)
+    total = time.perf_counter() - start
+    assert library_again == library
+    assert library.stat().st_mtime == built_at, "an unchanged extension was rebuilt"
+    # Budget for `import mylinearops` with the JIT (torch import included): 5 s
+    # normally; generous here because shared CI machines are noisy.
+    assert import_seconds < 15, f"JIT reload took {import_seconds:.1f} s (process: {total:.1f} s)"
