@@ -10,6 +10,7 @@ notebook after that setting changes, and a test fails if any notebook is out of 
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import subprocess
 import sys
@@ -78,11 +79,20 @@ def missing_requirements(requirements_file: Path) -> list[str]:
 
 
 def finish_setup(book_dir: str | Path) -> list[str]:
-    """Install what this runtime lacks; called by the bootstrap cell on Colab. Returns what it installed."""
+    """Install what this runtime lacks; called by the bootstrap cell on Colab. Returns what it installed.
+
+    The mylinearops extension (Part III) is not pip-installed here: that would cost every
+    chapter a build. Instead `import mylinearops` finds the package in the clone and compiles it
+    with its JIT build on first use (about a minute, then cached in ext/.jit-build/).
+    """
     book_dir = Path(book_dir)
     missing = missing_requirements(book_dir / "requirements.txt")
     if missing:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
         importlib.invalidate_caches()
+    ext_dir = str(book_dir / "ext")
+    if ext_dir not in sys.path:
+        sys.path.insert(1, ext_dir)
+    os.environ.setdefault("MYLINEAROPS_JIT", "1")
     print(f"Book code in {book_dir}; installed: {', '.join(missing) or 'nothing'}")
     return missing

@@ -114,7 +114,13 @@ for i, source in enumerate(cells):
     if not result.success:
         raise SystemExit(f"cell {i} failed: {result.error_in_exec or result.error_before_exec!r}")
 import torch
-print("RESULT " + json.dumps({"torch_file": torch.__file__, "sys_path_0": sys.path[0]}))
+# Part III's chapters import the extension: on Colab it is compiled from the clone on first use.
+result = shell.run_cell("import mylinearops; print(mylinearops.matmul(torch.ones(2, 3), torch.ones(3, 4)))")
+if not result.success:
+    raise SystemExit(f"mylinearops failed: {result.error_in_exec!r}")
+print("RESULT " + json.dumps({"torch_file": torch.__file__, "sys_path_0": sys.path[0],
+                              "mylinearops_file": mylinearops.__file__,
+                              "mylinearops_from": mylinearops._LOADED_FROM}))
 """
 
 
@@ -149,6 +155,7 @@ def test_bootstrap_on_simulated_colab(tmp_path):
         BOOK_REPO=clone.as_uri(),
         BOOK_DIR=str(content / "book"),
         MPLBACKEND="Agg",
+        MYLINEAROPS_CUDA="0",  # the CPU kernels suffice to show the extension loads; CUDA would add minutes
         PATH=f"{venv / 'bin'}:{env['PATH']}",
     )
     result = subprocess.run(
@@ -172,5 +179,8 @@ def test_bootstrap_on_simulated_colab(tmp_path):
     # ...without touching torch, which still comes from the preinstalled image...
     report = json.loads(result.stdout.split("RESULT ", 1)[1])
     assert report["torch_file"].startswith(str(preinstalled))
-    # ...and the chapter ran against the clone.
+    # ...and the chapter ran against the clone, as does the extension (built by its JIT).
     assert report["sys_path_0"] == str(content / "book")
+    assert report["mylinearops_file"].startswith(str(content / "book" / "ext"))
+    assert report["mylinearops_from"] == "jit"
+    assert "tensor([[3., 3., 3., 3.]," in result.stdout
