@@ -118,6 +118,7 @@ import torch
 result = shell.run_cell("import mylinearops; print(mylinearops.matmul(torch.ones(2, 3), torch.ones(3, 4)))")
 if not result.success:
     raise SystemExit(f"mylinearops failed: {result.error_in_exec!r}")
+mylinearops = shell.user_ns["mylinearops"]
 print("RESULT " + json.dumps({"torch_file": torch.__file__, "sys_path_0": sys.path[0],
                               "mylinearops_file": mylinearops.__file__,
                               "mylinearops_from": mylinearops._LOADED_FROM}))
