@@ -61,4 +61,4 @@ bench: setup
 	$(PY) ext/bench/bench_matmul.py
 
 clean:
-	rm -rf _build ext/build ext/.jit-build
+	rm -rf _build ext/build ext/.jit-build .jit-build

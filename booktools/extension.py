@@ -1,0 +1,228 @@
+"""Tools the custom-operator chapters use to look at, build and test the `mylinearops` extension.
+
+- `EXT_DIR`, `print_tree`: where the extension lives and what its source tree holds.
+- `registrations`: which dispatch keys have a kernel for an operator, and which file registered it.
+- `op_call_tree` / `print_call_tree`: the operators (ATen and custom) that one call runs, in call
+  order, from `torch.profiler`.
+- `build_cpp_module`: compile one C++ source into a Python module with
+  `torch.utils.cpp_extension.load`, in a persistent build directory (`BUILD_DIR`).
+- `run_python`: run Python code in a fresh interpreter. A process can register an operator
+  library only once, so a second build of `mylinearops` (the JIT build) must run elsewhere.
+- `run_cuda_emulator`: compile and run ext/tests/cuda_emulator, which executes the CUDA kernels
+  on the CPU and checks them against a float64 reference.
+- `committed_results`: a benchmark results file committed under ext/bench/results/, or None.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from booktools.paths import REPO_ROOT
+
+EXT_DIR = REPO_ROOT / "ext"
+RESULTS_DIR = EXT_DIR / "bench" / "results"
+# Build outputs of the chapters' own small C++ modules (gitignored, like ext/.jit-build/).
+BUILD_DIR = REPO_ROOT / ".jit-build"
+
+
+# ------------------------------------------------------------------------------ source tree
+def print_tree(root: Path, sub_dirs=("csrc", "mylinearops"), suffixes=(".py", ".h", ".cpp", ".cu", ".cuh")) -> None:
+    """Print the source files under each root/sub_dir, one path per line (no build outputs)."""
+    for sub in sub_dirs:
+        print(f"{sub}/")
+        for path in sorted((root / sub).rglob("*")):
+            if path.is_file() and path.suffix in suffixes and "__pycache__" not in path.parts:
+                print("    " + path.relative_to(root / sub).as_posix())
+
+
+# ------------------------------------------------------------------------------ dispatcher
+def _where(path: str) -> str:
+    """A registration site without machine-specific prefixes or line numbers."""
+    path = path.rsplit(":", 1)[0]
+    for marker in ("/ext/", "/torch/"):
+        if marker in path:
+            return marker.strip("/") + "/" + path.split(marker, 1)[1]
+    return Path(path).name
+
+
+def registrations(qualified_name: str) -> list[tuple[str, str]]:
+    """(dispatch key, registering file) for every kernel registered directly for an operator.
+
+    qualified_name is "namespace::name", e.g. "mylinearops::linearop". Read from the
+    dispatcher's own dump, so it shows what is registered, not what we think is.
+    """
+    import torch
+
+    rows = []
+    for line in torch._C._dispatch_dump(qualified_name).splitlines():
+        match = re.match(r"^([\w\[\]]+): registered at (\S+)", line)
+        if match and match[1] not in ("debug",):
+            rows.append((match[1], _where(match[2])))
+    return rows
+
+
+# ------------------------------------------------------------------------------ call trees
+# Autograd engine wrappers around each node: dropped, their children kept.
+_WRAPPER_PREFIXES = ("autograd::engine::evaluate_function: ",)
+# Bookkeeping around leaf gradients: dropped with their children.
+_HIDDEN = frozenset({"torch::autograd::AccumulateGrad", "aten::detach", "detach"})
+
+
+def op_call_tree(fn, *args, hide=_HIDDEN, **kwargs) -> list[tuple[int, str]]:
+    """Run fn(*args, **kwargs) under torch.profiler; return the recorded calls as (depth, name).
+
+    The list is in call order; depth 0 are the calls made from Python (and the autograd
+    nodes the backward pass runs). Custom operators appear under their qualified names
+    (e.g. mylinearops::linearop). No timings: those vary run to run.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    # Kineto, the profiler's tracing library, logs its start and stop to stderr unless its
+    # log level is raised; it reads the level when the profiler first starts.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        fn(*args, **kwargs)
+    events = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU),
+                    key=lambda e: e.time_range.start)
+
+    def is_wrapper(event):
+        return event.name.startswith(_WRAPPER_PREFIXES)
+
+    def hidden(event):
+        while event is not None:
+            if event.name in hide:
+                return True
+            event = event.cpu_parent
+        return False
+
+    def depth(event):
+        d, parent = 0, event.cpu_parent
+        while parent is not None:
+            if not is_wrapper(parent):
+                d += 1
+            parent = parent.cpu_parent
+        return d
+
+    return [(depth(e), e.name) for e in events if not is_wrapper(e) and not hidden(e)]
+
+
+def print_call_tree(calls) -> None:
+    for depth, name in calls:
+        print("    " * depth + name)
+
+
+# ------------------------------------------------------------------------------ building
+def build_cpp_module(name: str, source: str, extra_cflags=("-O2",)):
+    """Compile `source` (C++ text) into the Python module `name` and import it.
+
+    The build directory BUILD_DIR/name persists, so an unchanged source is not recompiled
+    (the first build of a module that includes ATen takes 15-30 s on a 2-core machine).
+    """
+    from mylinearops import _build_config
+
+    cpp_extension = _build_config.import_cpp_extension()  # without its "no CUDA runtime" warning
+    directory = BUILD_DIR / name
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.cpp"
+    if not path.exists() or path.read_text(encoding="utf-8") != source:
+        path.write_text(source, encoding="utf-8")  # rewritten only when changed: ninja compares times
+    return cpp_extension.load(name=name, sources=[str(path)], build_directory=str(directory),
+                              extra_cflags=list(extra_cflags), verbose=False)
+
+
+def compiler_diagnostics(source: str, timeout: float = 300) -> list[str]:
+    """Compile C++ `source` against torch's headers (syntax and types only, no code generated).
+
+    Returns the compiler's errors and warnings as "error: ..." / "warning: ..." lines, without
+    file names or positions, each once, in order; a deprecation warning is shortened to the
+    first sentence of the library's reason. Needs a C++20 compiler, as torch's headers do.
+    """
+    from mylinearops import _build_config
+
+    cpp_extension = _build_config.import_cpp_extension()
+    includes = [f"-I{path}" for path in cpp_extension.include_paths()]
+    cxx = os.environ.get("CXX", "c++")
+    out = subprocess.run([cxx, "-std=c++20", "-fsyntax-only", *includes, "-x", "c++", "-"],
+                         input=source, capture_output=True, text=True, timeout=timeout,
+                         env={**os.environ, "LC_ALL": "C"})  # plain quotes, English messages
+    found = []
+    for line in out.stderr.splitlines():
+        match = re.search(r"\b(error|warning): (.*)$", line)
+        if match:
+            text = re.sub(r" \[-W[\w-]+\]$", "", match[2])  # the flag that enabled a warning
+            if " is deprecated: " in text:  # keep the library's reason, not the long signature
+                text = "deprecated: " + text.split(" is deprecated: ", 1)[1].split(". ")[0]
+            message = f"{match[1]}: {text}"
+            if message not in found:
+                found.append(message)
+    return found
+
+
+def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 600) -> str:
+    """Run `code` with this interpreter in a new process; return its stdout.
+
+    env: variables added to (or, with value None, removed from) this process's environment.
+    A failure raises RuntimeError with the end of the child's stderr.
+    """
+    child_env = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            child_env.pop(key, None)
+        else:
+            child_env[key] = value
+    out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True,
+                         timeout=timeout, cwd=REPO_ROOT)
+    if out.returncode != 0:
+        raise RuntimeError(f"child process failed (exit status {out.returncode}):\n{out.stderr[-3000:]}")
+    return out.stdout
+
+
+def run_json(code: str, env: dict[str, str] | None = None, timeout: float = 600) -> dict:
+    """run_python for code whose last line of output is a JSON object; returns that object."""
+    return json.loads(run_python(code, env, timeout).strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------------ CUDA emulator
+def run_cuda_emulator(timeout: float = 600) -> dict:
+    """Compile ext/tests/cuda_emulator/run_kernels.cpp as plain C++ and run it.
+
+    It executes every CUDA kernel of ext/csrc/cuda/matmul_kernels.cuh on the CPU (threads as
+    coroutines, __syncthreads as a barrier) for both dtypes and every operand layout, and
+    compares with a float64 reference. Returns {"summary", "runs", "failures", "seconds"}.
+    """
+    cxx = os.environ.get("CXX", "c++")
+    if shutil.which(cxx) is None:
+        raise RuntimeError(f"no C++ compiler ({cxx}) to build the CUDA emulator")
+    source = EXT_DIR / "tests" / "cuda_emulator" / "run_kernels.cpp"
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "run_kernels"
+        subprocess.run([cxx, "-std=c++20", "-O1", "-Wno-unknown-pragmas", "-o", str(exe), str(source)],
+                       check=True, capture_output=True, text=True, timeout=timeout)
+        run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout)
+    summary = run.stdout.strip().splitlines()[-1]
+    match = re.fullmatch(r"(\d+) runs, (\d+) failures", summary)
+    if match is None:
+        raise RuntimeError(f"unexpected emulator output:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
+    return {"summary": summary, "runs": int(match[1]), "failures": int(match[2]),
+            "failure_lines": [line for line in run.stdout.splitlines() if line.startswith("FAIL")],
+            "seconds": time.perf_counter() - start}
+
+
+# ------------------------------------------------------------------------------ results
+def committed_results(name: str) -> dict | None:
+    """ext/bench/results/<name>.json as a dict, or None if no such file is committed."""
+    path = RESULTS_DIR / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
