@@ -15,11 +15,12 @@ namespace mylinearops::cuda {
 
 // [book:cuda-naive-kernel]
 // The notes' kernel: one thread per element of C, 16 x 16 blocks, and
-// threadIdx.x walking down the *rows*. A warp is 32 consecutive threadIdx.x
-// (with 16 x 16 blocks: 16 rows x 2 columns), so its 32 loads of A hit 16
-// different rows, k elements apart, and its stores to C land n elements
-// apart: each warp access touches ~16 separate 32-byte segments instead of
-// one or two. That, not the arithmetic, is why it is slow.
+// threadIdx.x walking down the *rows*. A warp is 32 consecutive thread ids
+// (threadIdx.x + 16 * threadIdx.y), which here is 16 rows x 2 columns of C,
+// so its 32 loads of A hit 16 different rows, k elements apart, and its
+// stores to C land n elements apart: each warp access touches ~16 separate
+// 32-byte segments instead of one or two. That, not the arithmetic, is why
+// it is slow.
 constexpr int kNaiveBlock = 16; // 16 x 16 threads, as in the notes
 
 template <typename T>
