@@ -19,6 +19,8 @@ import os
 import torch
 from torch import nn
 
+from booktools.profiling import call_tree, print_call_tree  # noqa: F401  (chapters call ax.print_call_tree)
+
 
 # [book:alexnet]
 class AlexNet(nn.Module):
@@ -199,40 +201,7 @@ def aten_call_tree(fn, *args, hide=BOOKKEEPING_OPS, **kwargs):
     The list is in call order, depth 0 being the operators called from Python. Names in
     `hide` are left out (with their children). No timings: those vary run to run.
     """
-    from torch.profiler import ProfilerActivity, profile
-
-    # Kineto, the profiler's tracing library, logs its start and stop to stderr unless its
-    # log level is raised; it reads the level when the profiler first starts.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
-    activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available():
-        activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as prof:
-        fn(*args, **kwargs)
-    events = [e for e in prof.events() if e.name.startswith("aten::")]
-    events.sort(key=lambda e: e.time_range.start)
-
-    def depth(event):
-        d, parent = 0, event.cpu_parent
-        while parent is not None:
-            if parent.name.startswith("aten::"):
-                d += 1
-            parent = parent.cpu_parent
-        return d
-
-    def hidden(event):
-        while event is not None:
-            if event.name in hide:
-                return True
-            event = event.cpu_parent
-        return False
-
-    return [(depth(e), e.name) for e in events if not hidden(e)]
-
-
-def print_call_tree(calls) -> None:
-    for depth, name in calls:
-        print("    " * depth + name)
+    return call_tree(fn, *args, include=lambda event: event.name.startswith("aten::"), hide=hide, **kwargs)
 
 
 # ------------------------------------------------------------------------ convolution cost

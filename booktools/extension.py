@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from booktools.paths import REPO_ROOT
+from booktools.profiling import call_tree, print_call_tree  # noqa: F401  (re-exported for the chapters)
 
 EXT_DIR = REPO_ROOT / "ext"
 RESULTS_DIR = EXT_DIR / "bench" / "results"
@@ -83,44 +84,9 @@ def op_call_tree(fn, *args, hide=_HIDDEN, **kwargs) -> list[tuple[int, str]]:
     nodes the backward pass runs). Custom operators appear under their qualified names
     (e.g. mylinearops::linearop). No timings: those vary run to run.
     """
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    # Kineto, the profiler's tracing library, logs its start and stop to stderr unless its
-    # log level is raised; it reads the level when the profiler first starts.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
-    activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available():
-        activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as prof:
-        fn(*args, **kwargs)
-    events = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU),
-                    key=lambda e: e.time_range.start)
-
-    def is_wrapper(event):
-        return event.name.startswith(_WRAPPER_PREFIXES)
-
-    def hidden(event):
-        while event is not None:
-            if event.name in hide:
-                return True
-            event = event.cpu_parent
-        return False
-
-    def depth(event):
-        d, parent = 0, event.cpu_parent
-        while parent is not None:
-            if not is_wrapper(parent):
-                d += 1
-            parent = parent.cpu_parent
-        return d
-
-    return [(depth(e), e.name) for e in events if not is_wrapper(e) and not hidden(e)]
-
-
-def print_call_tree(calls) -> None:
-    for depth, name in calls:
-        print("    " * depth + name)
+    return call_tree(
+        fn, *args, include=lambda event: not event.name.startswith(_WRAPPER_PREFIXES), hide=hide, **kwargs
+    )
 
 
 # ------------------------------------------------------------------------------ building
