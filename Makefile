@@ -26,6 +26,7 @@ setup: $(STAMP) $(EXT_STAMP)
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet "$$(grep -E '^pip==' requirements.txt)"  # the pinned pip first
 	$(PIP) install --quiet -r requirements.txt
 	$(PIP) install --quiet --no-deps --no-build-isolation --editable .
 	touch $@

@@ -22,7 +22,7 @@ BOOTSTRAP_TAG = "colab-bootstrap"
 # could replace the CUDA build with one that does not match the driver.
 NEVER_INSTALL = {"torch", "torchvision"}
 # Needed to build the website and run the tests, not to run a chapter.
-BOOK_TOOLING = {"jupyter-book", "nbval", "pytest", "nbclient", "nbformat", "ipykernel", "setuptools"}
+BOOK_TOOLING = {"jupyter-book", "nbval", "pytest", "nbclient", "nbformat", "ipykernel", "setuptools", "pip"}
 
 _TEMPLATE = '''\
 # Colab only: fetch the book's code and install what Colab lacks. Elsewhere: does nothing.
