@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "cpu/cpu_features.h"
+#include "cpu/microkernel.h"
 #include "mylinearops.h"
 
 namespace mylinearops {
@@ -77,8 +79,9 @@ Algo parse_algo(const OpNames& names, std::string_view algo, c10::DeviceType dev
     if (a.device == device) {
       TORCH_CHECK_VALUE(
           a.device != c10::DeviceType::CPU || cpu_supports(a.algo),
-          names.op, ": algo '", algo, "' needs a CPU instruction set this CPU (or build) lacks; ",
-          "micro-kernels available here: ", cpu_microkernels());
+          names.op, ": algo '", algo, "' needs a CPU instruction set this CPU (or build) lacks",
+          cpu::isa_capped() ? std::string(" or MYLINEAROPS_ISA=") + cpu::isa_name(cpu::isa_cap()) + " excludes" : "",
+          "; micro-kernels available here: ", cpu_microkernels());
       return a.algo;
     }
     other_device = &a;
@@ -235,6 +238,45 @@ std::string build_info() {
   return out.str();
 }
 
+// What the CPU kernels found out about this machine (cpu/cpu_features.h):
+// cache sizes and their source, the blocking they imply, the micro-kernel
+// `packed` prefers and why. Python parses it into a dict.
+std::string cpu_info() {
+  const cpu::CacheSizes& caches = cpu::cache_sizes();
+  const cpu::IsaChoice& choice = cpu::preferred_isa();
+  std::ostringstream out;
+  out << "l1d_bytes=" << caches.l1d << ";l2_bytes=" << caches.l2 << ";l3_bytes=" << caches.l3
+      << ";cache_source=" << caches.source << ";isa_cap=" << (cpu::isa_capped() ? cpu::isa_name(cpu::isa_cap()) : "none")
+      << ";preferred_isa=" << cpu::isa_name(choice.isa) << ";preferred_reason=" << choice.reason
+      << ";calibration_avx512_gflops=" << choice.avx512_gflops << ";calibration_avx2_gflops=" << choice.avx2_gflops;
+  for (cpu::Isa isa : cpu::kAllIsas) {
+    const auto* uk = isa == cpu::Isa::Avx512 ? cpu::avx512_kernel_f32()
+        : isa == cpu::Isa::Avx2              ? cpu::avx2_kernel_f32()
+                                             : cpu::generic_kernel_f32();
+    if (uk == nullptr) continue;
+    const cpu::Blocking b = cpu::blocking_for(uk->mr, uk->nr, sizeof(float));
+    out << ";blocking_" << uk->isa << "=" << uk->mr << "," << uk->nr << "," << b.kc << "," << b.mc << "," << b.nc;
+  }
+  return out.str();
+}
+
+double cpu_fma_peak(c10::string_view isa, int64_t threads, double seconds) {
+  for (cpu::Isa candidate : cpu::kAllIsas) {
+    if (isa == cpu::isa_name(candidate)) {
+      TORCH_CHECK_VALUE(
+          cpu::usable(candidate), "mylinearops.cpu_fma_peak: this CPU cannot run ", isa, " code",
+          cpu::hardware_has(candidate) ? " (MYLINEAROPS_ISA excludes it)" : "",
+          "; instruction sets available here: ", cpu_microkernels());
+      TORCH_CHECK_VALUE(threads >= 1, "mylinearops.cpu_fma_peak: threads must be at least 1, got ", threads);
+      TORCH_CHECK_VALUE(
+          seconds > 0 && seconds <= 10, "mylinearops.cpu_fma_peak: seconds must be in (0, 10], got ", seconds);
+      return cpu::fma_peak_gflops(candidate, static_cast<int>(threads), seconds);
+    }
+  }
+  TORCH_CHECK_VALUE(false, "mylinearops.cpu_fma_peak: unknown instruction set '", isa, "'; choose one of avx512, avx2, generic");
+  return 0;
+}
+
 } // namespace
 
 // [book:schemas]
@@ -242,6 +284,9 @@ TORCH_LIBRARY(mylinearops, m) {
   m.def("matmul(Tensor A, Tensor B, str algo=\"auto\") -> Tensor");
   m.def("linearop(Tensor X, Tensor W, Tensor? b=None, str algo=\"auto\") -> Tensor");
   m.def("build_info() -> str", &build_info);
+  m.def("cpu_info() -> str", &cpu_info);
+  m.def("cpu_fma_peak(str isa, int threads, float seconds=0.05) -> float", &cpu_fma_peak);
+  m.def("cpu_last_gemm_plan() -> str", &cpu_last_gemm_plan);
 }
 
 TORCH_LIBRARY_IMPL(mylinearops, CPU, m) {

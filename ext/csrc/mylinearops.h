@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace mylinearops {
 
@@ -44,6 +45,9 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args);
 // Names of the CPU micro-kernels this build + this CPU can run, best first
 // (e.g. "avx512,avx2,generic").
 const char* cpu_microkernels();
+// The plan of the last `packed` product run on this thread (blocks, thread
+// grid, what was packed, elements copied), as "key=value;..." text.
+std::string cpu_last_gemm_plan();
 bool cpu_supports(Algo algo);
 
 #ifdef MYLINEAROPS_WITH_CUDA

@@ -25,7 +25,9 @@ EXT_DIR = Path(__file__).resolve().parent.parent  # ext/ in a source checkout
 
 CPU_SOURCES = [
     "csrc/mylinearops.cpp",
+    "csrc/autograd.cpp",
     "csrc/cpu/matmul_cpu.cpp",
+    "csrc/cpu/cpu_features.cpp",
     "csrc/cpu/microkernel_avx512.cpp",
     "csrc/cpu/microkernel_avx2.cpp",
     "csrc/cpu/microkernel_generic.cpp",
@@ -39,6 +41,7 @@ PYTHON_MODULE_SOURCE = "csrc/python_module.cpp"
 HEADERS = [
     "csrc/mylinearops.h",
     "csrc/cpu/microkernel.h",
+    "csrc/cpu/cpu_features.h",
     "csrc/cpu/microkernel_impl.h",
     "csrc/cuda/matmul_kernels.cuh",
 ]

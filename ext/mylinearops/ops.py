@@ -210,49 +210,7 @@ def _linearop_fake(X: Tensor, W: Tensor, b: Tensor | None = None, algo: str = "a
 # [/book:fake-impl]
 
 
-# ---------------------------------------------------------------------------
-# Autograd, built from the same operators. For C = A @ B:
-#   dA = dC @ B^T    dB = A^T @ dC    (db = dC summed over rows)
-# B.mT / A.mT are views: the kernels read any strides, so no transposed copy
-# is made. Only the gradients autograd asks for are computed, and only the
-# tensors those need are saved.
-# ---------------------------------------------------------------------------
-
-
-# [book:autograd]
-def _matmul_setup_context(ctx, inputs, output) -> None:
-    A, B, algo = inputs
-    need_dA, need_dB = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-    ctx.save_for_backward(A if need_dB else None, B if need_dA else None)
-    ctx.algo = algo
-
-
-def _matmul_backward(ctx, grad: Tensor):
-    A, B = ctx.saved_tensors
-    grad_A = _ops.matmul(grad, B.mT, ctx.algo) if ctx.needs_input_grad[0] else None
-    grad_B = _ops.matmul(A.mT, grad, ctx.algo) if ctx.needs_input_grad[1] else None
-    return grad_A, grad_B, None
-
-
-def _linearop_setup_context(ctx, inputs, output) -> None:
-    X, W, b, algo = inputs
-    need_dX, need_dW = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-    ctx.save_for_backward(X if need_dW else None, W if need_dX else None)
-    ctx.algo = algo
-
-
-def _linearop_backward(ctx, grad: Tensor):
-    X, W = ctx.saved_tensors
-    need_dX, need_dW = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-    need_db = len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2]
-    grad_X = _ops.matmul(grad, W.mT, ctx.algo) if need_dX else None
-    grad_W = _ops.matmul(X.mT, grad, ctx.algo) if need_dW else None
-    grad_b = grad.sum(0) if need_db else None
-    return grad_X, grad_W, grad_b, None
-
-
-torch.library.register_autograd("mylinearops::matmul", _matmul_backward, setup_context=_matmul_setup_context)
-torch.library.register_autograd(
-    "mylinearops::linearop", _linearop_backward, setup_context=_linearop_setup_context
-)
-# [/book:autograd]
+# Autograd: registered in C++ (csrc/autograd.cpp) under the Autograd dispatch
+# key, from the same operators: dA = dC @ B^T, dB = A^T @ dC, db = dC.sum(0).
+# Not torch.library.register_autograd: a Python autograd kernel runs Python on
+# every call, which costs as much as a small matrix product.

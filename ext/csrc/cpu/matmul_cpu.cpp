@@ -5,13 +5,20 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../mylinearops.h"
+#include "cpu_features.h"
 #include "microkernel.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace mylinearops {
 namespace {
@@ -72,16 +79,20 @@ void gemm_blocked(const GemmArgs<T>& g) {
 }
 // [/book:cpu-blocked-kernel]
 
-// Scratch space for packed panels, one per thread, reused across calls.
+// Scratch space for packed panels, owned by the calling thread and reused
+// across calls (a fresh allocation per call would page-fault its way through
+// megabytes).
 // 64-byte aligned so panel rows start on cache lines.
+enum ScratchSlot { kPackedA, kEdgeTile, kPackedB, kScratchSlots };
+
 template <typename T>
-T* scratch(int slot, size_t count) {
+T* scratch(ScratchSlot slot, size_t count) {
   struct Buffer {
     T* data = nullptr;
     size_t count = 0;
     ~Buffer() { std::free(data); }
   };
-  thread_local Buffer buffers[3];
+  thread_local Buffer buffers[kScratchSlots];
   Buffer& buf = buffers[slot];
   if (buf.count < count) {
     std::free(buf.data);
@@ -99,51 +110,74 @@ T* scratch(int slot, size_t count) {
 // reads it, contiguous and zero-padded to a multiple of MR. Packing is where
 // strides are handled: any layout of A (row-major, a transposed view, a
 // slice) becomes the same contiguous panels.
-template <typename T>
-void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR, T* out) {
+template <typename T, int MR>
+void pack_a_panels(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* out) {
   for (int64_t ir = 0; ir < mc; ir += MR) {
     T* dst = out + ir * kc;
     const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
     const T* src = g.a + (i0 + ir) * g.a_stride0 + p0 * g.a_stride1;
-    if (g.a_stride1 == 1) { // row-major: walk each row along k
-      for (int i = 0; i < rows; ++i) {
-        const T* row = src + i * g.a_stride0;
-        for (int64_t p = 0; p < kc; ++p) dst[p * MR + i] = row[p];
-      }
-    } else { // column-major (e.g. X.t() in the backward) or general strides
+    if (rows == MR && g.a_stride1 == 1) { // row-major: MR rows side by side, writes contiguous
+      const T* row[MR];
+      for (int i = 0; i < MR; ++i) row[i] = src + i * g.a_stride0;
       for (int64_t p = 0; p < kc; ++p) {
-        const T* col = src + p * g.a_stride1;
-        for (int i = 0; i < rows; ++i) dst[p * MR + i] = col[i * g.a_stride0];
+        for (int i = 0; i < MR; ++i) dst[p * MR + i] = row[i][p];
       }
+      continue;
     }
+    // column-major (e.g. X.t() in the backward), general strides, last rows
     for (int64_t p = 0; p < kc; ++p) {
+      const T* col = src + p * g.a_stride1;
+      for (int i = 0; i < rows; ++i) dst[p * MR + i] = col[i * g.a_stride0];
       for (int i = rows; i < MR; ++i) dst[p * MR + i] = T(0);
     }
   }
 }
 
-// Same for a kc x nc block of B, in panels of NR columns: [p * NR + j].
 template <typename T>
-void pack_b(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int NR, T* out) {
-  for (int64_t jr = 0; jr < nc; jr += NR) {
-    T* dst = out + jr * kc;
-    const int cols = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-    const T* src = g.b + p0 * g.b_stride0 + (j0 + jr) * g.b_stride1;
-    if (g.b_stride1 == 1) { // row-major: each row of the panel is a copy
-      for (int64_t p = 0; p < kc; ++p) {
-        const T* row = src + p * g.b_stride0;
-        for (int j = 0; j < cols; ++j) dst[p * NR + j] = row[j];
-        for (int j = cols; j < NR; ++j) dst[p * NR + j] = T(0);
-      }
-    } else { // column-major (e.g. W.t() in the backward) or general strides
-      for (int j = 0; j < cols; ++j) {
-        const T* col = src + j * g.b_stride1;
-        for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = col[p * g.b_stride0];
-      }
-      for (int64_t p = 0; p < kc; ++p) {
-        for (int j = cols; j < NR; ++j) dst[p * NR + j] = T(0);
+void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR, T* out) {
+  switch (MR) { // a compile-time MR lets the compiler unroll the row loop
+    case 6: return pack_a_panels<T, 6>(g, i0, mc, p0, kc, out);
+    case 12: return pack_a_panels<T, 12>(g, i0, mc, p0, kc, out);
+    default: TORCH_INTERNAL_ASSERT(false, "mylinearops: no A packing for MR=", MR);
+  }
+}
+
+// Same for panels [panel_begin, panel_end) of a kc x nc block of B, in
+// panels of NR columns: panel q holds B[p0 + p, j0 + q*NR + j] at
+// [q * NR * kc + p * NR + j].
+template <typename T>
+void pack_b(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int NR,
+            int64_t panel_begin, int64_t panel_end, T* out) {
+  if (panel_begin >= panel_end) return;
+  const int64_t col_begin = panel_begin * NR, col_end = std::min(nc, panel_end * NR);
+  if (g.b_stride1 == 1) {
+    // Row-major: walk each row of B along its columns (contiguous reads that
+    // the hardware prefetcher follows) and deal them out to the panels.
+    // Walking a panel down its rows instead would jump a whole row of B,
+    // often a new page, every NR elements.
+    for (int64_t p = 0; p < kc; ++p) {
+      const T* row = g.b + (p0 + p) * g.b_stride0 + j0;
+      for (int64_t q = panel_begin; q < panel_end; ++q) {
+        const int64_t j_end = std::min(col_end, (q + 1) * NR);
+        T* dst = out + q * NR * kc + p * NR - q * NR;
+        for (int64_t j = q * NR; j < j_end; ++j) dst[j] = row[j];
       }
     }
+  } else { // column-major (e.g. W.t() in the backward) or general strides:
+    // fill each panel row by row, reading its NR columns side by side
+    for (int64_t q = panel_begin; q < panel_end; ++q) {
+      const int64_t cols = std::min<int64_t>(NR, col_end - q * NR);
+      const T* src = g.b + p0 * g.b_stride0 + (j0 + q * NR) * g.b_stride1;
+      T* dst = out + q * NR * kc;
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int64_t j = 0; j < cols; ++j) dst[p * NR + j] = src[p * g.b_stride0 + j * g.b_stride1];
+      }
+    }
+  }
+  const int64_t padded_end = panel_end * NR; // zero the columns past the edge of B
+  for (int64_t j = col_end; j < padded_end; ++j) {
+    T* dst = out + (j / NR) * NR * kc + j % NR;
+    for (int64_t p = 0; p < kc; ++p) dst[p * NR] = T(0);
   }
 }
 // [/book:cpu-packing]
@@ -155,30 +189,69 @@ int64_t round_up(int64_t a, int64_t b) {
   return ceil_div(a, b) * b;
 }
 
+// How the threads share C: a grid of row_groups x col_groups. A column group
+// packs the panels of B it needs itself, so with a single row group the
+// threads share nothing and never wait for each other; row groups share
+// their column group's panels of B (a barrier per block) but each packs only
+// its own rows of A. The grid minimises a rough time per thread: its
+// multiply-adds, plus every element it packs counted as kCopyCost of them
+// (a copy moves one element per cycle, the FMA units do 16 or more
+// multiply-adds per cycle).
+struct ThreadGrid {
+  int row_groups, col_groups;
+};
+
+ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int NR, bool pack_a, bool pack_b) {
+  constexpr int64_t kCopyCost = 16;
+  ThreadGrid best{1, threads};
+  int64_t best_cost = INT64_MAX;
+  for (int rows = 1; rows <= threads; ++rows) {
+    if (threads % rows != 0) continue;
+    const int cols = threads / rows;
+    const int64_t my_rows = ceil_div(ceil_div(m, MR), rows) * MR, my_cols = ceil_div(ceil_div(n, NR), cols) * NR;
+    const int64_t copies = (pack_a ? my_rows * k : 0) + (pack_b ? my_cols * k / rows : 0);
+    const int64_t cost = my_rows * my_cols * k + kCopyCost * copies;
+    if (cost < best_cost) best = {rows, cols}, best_cost = cost;
+  }
+  return best;
+}
+
+// What the last packed product on this thread did, for the book and the
+// tests: the plan (blocks, thread grid, what was packed) and how many
+// elements of A and B were copied into panels.
+struct GemmPlan {
+  const char* microkernel = "";
+  int64_t kc = 0, mc = 0, nc = 0;
+  int threads = 0, row_groups = 0, col_groups = 0;
+  bool pack_a = false, pack_b = false;
+  std::atomic<int64_t> a_elements_packed{0}, b_elements_packed{0};
+};
+thread_local GemmPlan last_plan;
+
 // [book:cpu-packed-kernel]
-// The BLIS loop nest. C is cut into macro tiles (about mc x nc), one task
-// each, spread over threads with at::parallel_for. A task walks k in steps
-// of kc, packs its kc x nc slice of B and its mc x kc slice of A, then runs
-// the micro-kernel over every MR x NR tile: the B panel (kc x NR) stays in
-// L1, the A block in L2, and C is read and written once per kc step.
+// The BLIS loop nest, with the threads of one OpenMP team:
+//   for each kc x nc block of B (jc, pc loops):
+//     all threads pack it together, once per call, into a shared buffer;
+//     barrier;
+//     each thread, for each mc-row block of its own rows of C:
+//       packs that mc x kc block of A (private, stays in its L2),
+//       runs the micro-kernel over its MR x NR tiles: the kc x NR panel of
+//       B stays in L1 while the loop walks down the A panels.
+// Two B buffers alternate, so one barrier per block suffices: a thread can
+// pack block s+1 only after every thread has finished computing block s-1.
 template <typename T>
 void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
   const int MR = uk.mr, NR = uk.nr;
   const int64_t m = g.m, n = g.n, k = g.k;
-
-  // Split C into m_tiles x n_tiles tasks of about mc x nc, with a task count
-  // that divides evenly between threads (a 128 x 784 output on 2 threads
-  // becomes 2 tiles of 128 x 392, not 128 x 512 + 128 x 272).
-  const int64_t threads = at::get_num_threads();
-  const bool tiny = m * n * k < 64 * 64 * 64; // not worth waking threads
-  const int64_t m_tiles = ceil_div(m, uk.mc);
-  int64_t n_tiles = ceil_div(n, uk.nc);
-  if (!tiny) {
-    while ((m_tiles * n_tiles) % threads != 0 && n_tiles * NR < n) ++n_tiles;
-  }
-  const int64_t mc = round_up(ceil_div(m, m_tiles), MR);
-  const int64_t nc = round_up(ceil_div(n, n_tiles), NR);
-  const int64_t kc_max = std::min<int64_t>(uk.kc, k);
+  // Cache blocks from this CPU's caches; k and n split into equal blocks
+  // (k = 784 becomes 264 + 264 + 256, not 384 + 384 + 16: a thin last block
+  // wastes a whole pass over C).
+  const cpu::Blocking blocks = cpu::blocking_for(MR, NR, sizeof(T));
+  const int64_t mc_max = blocks.mc;
+  const bool small = m <= mc_max;
+  const int64_t kc_limit = small ? std::max<int64_t>(blocks.kc, 1024) : blocks.kc;
+  const int64_t kc_max = round_up(ceil_div(k, ceil_div(k, kc_limit)), 8);
+  const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, blocks.nc)), NR);
 
   // Bias, copied to a contiguous zero-padded row the micro-kernel can load.
   std::vector<T> bias;
@@ -186,113 +259,178 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
     bias.assign(round_up(n, NR), T(0));
     for (int64_t j = 0; j < n; ++j) bias[j] = g.bias[j * g.bias_stride];
   }
+  // One thread for tiny products (waking a team costs more than it saves),
+  // and inside another parallel region (no nested teams).
+  const bool tiny = m * n * k < 64 * 64 * 64;
+  const int threads = (tiny || at::in_parallel_region()) ? 1 : at::get_num_threads();
 
-  auto run_tile = [&](int64_t tile) {
-    const int64_t i0 = (tile / n_tiles) * mc, j0 = (tile % n_tiles) * nc;
-    const int64_t mc_here = std::min(mc, m - i0), nc_here = std::min(nc, n - j0);
-    if (mc_here <= 0 || nc_here <= 0) return;
-    T* a_pack = scratch<T>(0, round_up(mc_here, MR) * kc_max);
-    T* b_pack = scratch<T>(1, round_up(nc_here, NR) * kc_max);
-    T* edge = scratch<T>(2, static_cast<size_t>(MR) * NR);
-    for (int64_t p0 = 0; p0 < k; p0 += kc_max) {
-      const int64_t kc = std::min(kc_max, k - p0);
-      const bool first = p0 == 0; // first k step writes C (+ bias), later ones add
-      pack_b(g, p0, kc, j0, nc_here, NR, b_pack);
-      pack_a(g, i0, mc_here, p0, kc, MR, a_pack);
-      for (int64_t jr = 0; jr < nc_here; jr += NR) {
-        const int cols = static_cast<int>(std::min<int64_t>(NR, nc_here - jr));
-        const T* bias_here = (first && g.bias) ? bias.data() + j0 + jr : nullptr;
-        for (int64_t ir = 0; ir < mc_here; ir += MR) {
-          const int rows = static_cast<int>(std::min<int64_t>(MR, mc_here - ir));
-          T* c = g.c + (i0 + ir) * n + (j0 + jr);
-          const T* a_panel = a_pack + ir * kc;
-          const T* b_panel = b_pack + jr * kc;
-          if (rows == MR && cols == NR) {
-            uk.fn(kc, a_panel, b_panel, c, n, bias_here, !first);
-          } else { // edge tile: compute a full tile into scratch, copy the valid part
-            uk.fn(kc, a_panel, b_panel, edge, NR, bias_here, false);
-            for (int i = 0; i < rows; ++i) {
-              for (int j = 0; j < cols; ++j) {
-                c[i * n + j] = first ? edge[i * NR + j] : c[i * n + j] + edge[i * NR + j];
+  // All buffers come from the calling thread's scratch, allocated here: code
+  // inside the parallel region must not throw.
+  const size_t b_buffer = static_cast<size_t>(kc_max) * round_up(nc_max, NR);
+  const size_t a_buffer = static_cast<size_t>(round_up(mc_max, MR)) * kc_max;
+  T* const b_packs = scratch<T>(kPackedB, 2 * b_buffer);
+  T* const a_packs = scratch<T>(kPackedA, threads * a_buffer);
+  T* const edges = scratch<T>(kEdgeTile, static_cast<size_t>(threads) * MR * NR);
+
+  // What to pack. Packing costs a copy of each operand and pays back through
+  // reuse: a panel of B serves every row panel of C, a panel of A every
+  // column panel. When C has few rows (m <= mc, the MLP's batch of 128),
+  // each panel of B serves only a handful of micro-kernel calls, and both
+  // operands are read in place, as in BLIS's small-matrix ("sup") path.
+  // B must be packed when its rows are not contiguous (the micro-kernel
+  // loads vectors along them), A when neither of its strides is 1.
+  const bool pack_b_now = !small || g.b_stride1 != 1;
+  const bool pack_a_now = !small || (g.a_stride0 != 1 && g.a_stride1 != 1);
+
+  GemmPlan& plan = last_plan;
+  plan.microkernel = uk.isa;
+  plan.kc = kc_max, plan.mc = mc_max, plan.nc = nc_max, plan.pack_a = pack_a_now, plan.pack_b = pack_b_now;
+  plan.a_elements_packed = 0, plan.b_elements_packed = 0;
+
+  auto work = [&](int thread, int threads) {
+    const ThreadGrid grid = thread_grid(threads, m, nc_max, k, MR, NR, pack_a_now, pack_b_now);
+    if (thread == 0) plan.threads = threads, plan.row_groups = grid.row_groups, plan.col_groups = grid.col_groups;
+    int64_t a_packed = 0, b_packed = 0;
+    const int row_group = thread / grid.col_groups, col_group = thread % grid.col_groups;
+    const int64_t row_panels = ceil_div(m, MR);
+    const int64_t row_begin = row_panels * row_group / grid.row_groups * MR;
+    const int64_t row_end = std::min(m, row_panels * (row_group + 1) / grid.row_groups * MR);
+    T* a_pack = a_packs + thread * a_buffer;
+    T* edge = edges + thread * MR * NR;
+    int64_t block = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += nc_max) {
+      const int64_t nc = std::min(nc_max, n - j0);
+      const int64_t col_panels = ceil_div(nc, NR);
+      const int64_t col_begin = col_panels * col_group / grid.col_groups;
+      const int64_t col_end = col_panels * (col_group + 1) / grid.col_groups;
+      for (int64_t p0 = 0; p0 < k; p0 += kc_max, ++block) {
+        const int64_t kc = std::min(kc_max, k - p0);
+        const bool first = p0 == 0; // the first k block writes C (+ bias), later ones add
+        T* b_pack = b_packs + (block % 2) * b_buffer;
+        // This column group's panels, packed by its row_groups threads together.
+        const int64_t group_panels = col_end - col_begin;
+        if (pack_b_now) {
+          const int64_t first_panel = col_begin + group_panels * row_group / grid.row_groups;
+          const int64_t end_panel = col_begin + group_panels * (row_group + 1) / grid.row_groups;
+          pack_b(g, p0, kc, j0, nc, NR, first_panel, end_panel, b_pack);
+          b_packed += kc * std::max<int64_t>(0, std::min(nc, end_panel * NR) - first_panel * NR);
+        } else if (col_end * NR > nc && row_group == 0) { // ragged last panel
+          pack_b(g, p0, kc, j0, nc, NR, col_end - 1, col_end, b_pack);
+          b_packed += kc * (nc - (col_end - 1) * NR);
+        }
+#ifdef _OPENMP
+        if (grid.row_groups > 1) {
+#pragma omp barrier
+        }
+#endif
+        for (int64_t i0 = row_begin; i0 < row_end; i0 += mc_max) {
+          const int64_t mc = std::min(mc_max, row_end - i0);
+          // A is read in place unless packing pays (see above); a ragged last
+          // panel of rows is always packed, zero-padded, so the micro-kernel
+          // never reads past the last row.
+          const int64_t full_rows = pack_a_now ? 0 : mc / MR * MR;
+          if (full_rows < mc) {
+            pack_a(g, i0 + full_rows, mc - full_rows, p0, kc, MR, a_pack);
+            a_packed += (mc - full_rows) * kc;
+          }
+          for (int64_t q = col_begin; q < col_end; ++q) {
+            const int64_t jr = q * NR;
+            const int cols = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+            const bool b_packed = pack_b_now || jr + NR > nc;
+            const T* b_panel = b_packed ? b_pack + jr * kc : g.b + p0 * g.b_stride0 + j0 + jr;
+            const int64_t b_rs = b_packed ? NR : g.b_stride0;
+            const T* bias_here = (first && g.bias) ? bias.data() + j0 + jr : nullptr;
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+              T* c = g.c + (i0 + ir) * n + (j0 + jr);
+              const bool packed = ir >= full_rows;
+              const T* a_here = packed ? a_pack + (ir - full_rows) * kc : g.a + (i0 + ir) * g.a_stride0 + p0 * g.a_stride1;
+              const int64_t a_rs = packed ? 1 : g.a_stride0, a_cs = packed ? MR : g.a_stride1;
+              if (rows == MR && cols == NR) {
+                uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, c, n, bias_here, !first);
+              } else { // edge tile: compute a full tile into scratch, copy the valid part
+                uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, edge, NR, bias_here, false);
+                for (int i = 0; i < rows; ++i) {
+                  for (int j = 0; j < cols; ++j) {
+                    c[i * n + j] = first ? edge[i * NR + j] : c[i * n + j] + edge[i * NR + j];
+                  }
+                }
               }
             }
           }
         }
       }
     }
+    plan.a_elements_packed += a_packed;
+    plan.b_elements_packed += b_packed;
   };
 
-  const int64_t tiles = m_tiles * n_tiles;
-  if (tiny) {
-    for (int64_t t = 0; t < tiles; ++t) run_tile(t);
-  } else {
-    at::parallel_for(0, tiles, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) run_tile(t);
-    });
+#ifdef _OPENMP
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    work(omp_get_thread_num(), omp_get_num_threads());
+    return;
   }
+#endif
+  work(0, 1);
 }
 // [/book:cpu-packed-kernel]
 
 // [book:cpu-isa-dispatch]
-// Run-time instruction-set dispatch: the micro-kernel files are compiled
-// for their instruction set whatever the build machine is, and used only if
-// the running CPU has it.
-bool cpu_has(const char* isa) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (std::string_view(isa) == "avx512") return __builtin_cpu_supports("avx512f");
-  if (std::string_view(isa) == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-  return std::string_view(isa) == "generic";
+// Which micro-kernel `packed` runs. The micro-kernel files are compiled for
+// their instruction set whatever the build machine is; cpu_features.cpp
+// decides at run time which ones this CPU may run and which is fastest.
+cpu::Isa isa_of(Algo algo) {
+  switch (algo) {
+    case Algo::CpuPackedAvx512: return cpu::Isa::Avx512;
+    case Algo::CpuPackedAvx2: return cpu::Isa::Avx2;
+    default: return cpu::Isa::Generic;
+  }
 }
-// [/book:cpu-isa-dispatch]
 
 template <typename T>
-const cpu::MicroKernel<T>* kernel_for(Algo algo);
+const cpu::MicroKernel<T>* kernel_for(cpu::Isa isa);
 
 template <>
-const cpu::MicroKernel<float>* kernel_for<float>(Algo algo) {
-  switch (algo) {
-    case Algo::CpuPackedAvx512: return cpu::avx512_kernel_f32();
-    case Algo::CpuPackedAvx2: return cpu::avx2_kernel_f32();
-    case Algo::CpuPackedGeneric: return cpu::generic_kernel_f32();
-    default: return nullptr;
+const cpu::MicroKernel<float>* kernel_for<float>(cpu::Isa isa) {
+  switch (isa) {
+    case cpu::Isa::Avx512: return cpu::avx512_kernel_f32();
+    case cpu::Isa::Avx2: return cpu::avx2_kernel_f32();
+    default: return cpu::generic_kernel_f32();
   }
 }
 
 template <>
-const cpu::MicroKernel<double>* kernel_for<double>(Algo algo) {
-  switch (algo) {
-    case Algo::CpuPackedAvx512: return cpu::avx512_kernel_f64();
-    case Algo::CpuPackedAvx2: return cpu::avx2_kernel_f64();
-    case Algo::CpuPackedGeneric: return cpu::generic_kernel_f64();
-    default: return nullptr;
+const cpu::MicroKernel<double>* kernel_for<double>(cpu::Isa isa) {
+  switch (isa) {
+    case cpu::Isa::Avx512: return cpu::avx512_kernel_f64();
+    case cpu::Isa::Avx2: return cpu::avx2_kernel_f64();
+    default: return cpu::generic_kernel_f64();
   }
 }
 
-constexpr Algo kPackedByPreference[] = {Algo::CpuPackedAvx512, Algo::CpuPackedAvx2, Algo::CpuPackedGeneric};
-
-// The kernel for `algo` if this build has it and this CPU can run it.
+// The kernel for `isa` if this build has it and this CPU may run it.
 template <typename T>
-const cpu::MicroKernel<T>* usable_kernel(Algo algo) {
-  const cpu::MicroKernel<T>* uk = kernel_for<T>(algo);
-  return (uk != nullptr && cpu_has(uk->isa)) ? uk : nullptr;
+const cpu::MicroKernel<T>* usable_kernel(cpu::Isa isa) {
+  const cpu::MicroKernel<T>* uk = kernel_for<T>(isa);
+  return (uk != nullptr && cpu::usable(isa)) ? uk : nullptr;
 }
 
-// The widest usable micro-kernel, but AVX2 rather than AVX-512 when C is
-// less than half as wide as the AVX-512 tile (the MLP's 256 -> 10 layer would
-// compute 32 columns to keep 10). Never the portable kernel when AVX2 exists.
+// The preferred kernel (cpu_features.cpp: MYLINEAROPS_ISA, the only one, or
+// calibrated), but AVX2 rather than AVX-512 when C is less than half as wide
+// as the AVX-512 tile (the MLP's 256 -> 10 layer would compute 32 columns to
+// keep 10).
 template <typename T>
 const cpu::MicroKernel<T>* best_kernel(int64_t n) {
-  const cpu::MicroKernel<T>* chosen = nullptr;
-  for (Algo algo : kPackedByPreference) {
-    const auto* uk = usable_kernel<T>(algo);
-    if (uk == nullptr) continue;
-    const bool narrower_fma_kernel = chosen != nullptr && chosen->nr > 2 * n && std::string_view(uk->isa) != "generic";
-    if (chosen == nullptr || narrower_fma_kernel) chosen = uk;
+  const cpu::MicroKernel<T>* chosen = usable_kernel<T>(cpu::preferred_isa().isa);
+  if (chosen == nullptr) chosen = usable_kernel<T>(cpu::Isa::Generic);
+  if (chosen->nr > 2 * n && std::string_view(chosen->isa) == "avx512") {
+    if (const auto* narrower = usable_kernel<T>(cpu::Isa::Avx2)) chosen = narrower;
   }
   TORCH_INTERNAL_ASSERT(chosen != nullptr, "mylinearops: the generic micro-kernel is always available");
   return chosen;
 }
+// [/book:cpu-isa-dispatch]
 
 } // namespace
 
@@ -301,7 +439,7 @@ bool cpu_supports(Algo algo) {
     case Algo::CpuPackedAvx512:
     case Algo::CpuPackedAvx2:
     case Algo::CpuPackedGeneric:
-      return usable_kernel<float>(algo) != nullptr;
+      return usable_kernel<float>(isa_of(algo)) != nullptr;
     default:
       return true;
   }
@@ -310,8 +448,8 @@ bool cpu_supports(Algo algo) {
 const char* cpu_microkernels() {
   static const std::string names = [] {
     std::string out;
-    for (Algo algo : kPackedByPreference) {
-      if (const auto* uk = usable_kernel<float>(algo)) {
+    for (cpu::Isa isa : cpu::kAllIsas) {
+      if (const auto* uk = usable_kernel<float>(isa)) {
         if (!out.empty()) out += ",";
         out += uk->isa;
       }
@@ -319,6 +457,16 @@ const char* cpu_microkernels() {
     return out;
   }();
   return names.c_str();
+}
+
+std::string cpu_last_gemm_plan() {
+  const GemmPlan& p = last_plan;
+  return std::string("microkernel=") + p.microkernel + ";kc=" + std::to_string(p.kc) + ";mc=" + std::to_string(p.mc) +
+      ";nc=" + std::to_string(p.nc) + ";threads=" + std::to_string(p.threads) +
+      ";row_groups=" + std::to_string(p.row_groups) + ";col_groups=" + std::to_string(p.col_groups) +
+      ";pack_a=" + std::to_string(p.pack_a) + ";pack_b=" + std::to_string(p.pack_b) +
+      ";a_elements_packed=" + std::to_string(p.a_elements_packed.load()) +
+      ";b_elements_packed=" + std::to_string(p.b_elements_packed.load());
 }
 
 template <typename T>
@@ -333,7 +481,7 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
     case Algo::CpuPackedAvx512:
     case Algo::CpuPackedAvx2:
     case Algo::CpuPackedGeneric: {
-      const cpu::MicroKernel<T>* uk = usable_kernel<T>(algo);
+      const cpu::MicroKernel<T>* uk = usable_kernel<T>(isa_of(algo));
       TORCH_CHECK(uk != nullptr, "mylinearops: this CPU cannot run the requested micro-kernel");
       return gemm_packed(args, *uk);
     }

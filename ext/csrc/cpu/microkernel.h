@@ -9,22 +9,33 @@
 
 namespace mylinearops::cpu {
 
-// Computes an mr x nr tile of C from packed panels:
-//   acc[i][j] = sum_p a_panel[p * mr + i] * b_panel[p * nr + j]
+// Computes an mr x nr tile of C from a micro-panel of A and a packed panel of B:
+//   acc[i][j] = sum_p a[i * a_rs + p * a_cs] * b[p * b_rs + j]
 //   accumulate ? C += acc : C = acc + (bias ? bias[j] : 0)
-// C is row-major with leading dimension ldc; bias is contiguous.
+// A is read in place through its strides (a packed panel is a_rs = 1,
+// a_cs = mr); B is always packed. C is row-major with leading dimension ldc;
+// bias is contiguous.
 template <typename T>
 using MicroKernelFn = void (*)(
-    int64_t kc, const T* a_panel, const T* b_panel, T* c, int64_t ldc,
+    int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, T* c, int64_t ldc,
     const T* bias, bool accumulate);
 
-// A micro-kernel and the cache-block sizes tuned for it.
+// A micro-kernel and its register tile. The cache blocks around it are not
+// constants: cpu_features.cpp derives them from the running CPU's caches.
 template <typename T>
 struct MicroKernel {
   const char* isa; // "avx512", "avx2", "generic"
   int mr, nr;      // register tile: mr rows x nr columns of C
-  int kc, mc, nc;  // cache blocks: kc x nr B panel in L1, mc x kc A block in L2
   MicroKernelFn<T> fn;
+};
+
+// A loop of independent vector FMAs on registers only, to measure the compute
+// ceiling of an instruction set (cpu_features.cpp times it). Returns a value
+// computed from every accumulator so that the compiler cannot drop the work.
+struct FmaLoop {
+  const char* isa;
+  int64_t flops_per_iteration; // accumulators x vector width x 2
+  float (*fn)(int64_t iterations, float x, float y);
 };
 
 // Each returns nullptr when the build has no such kernel (e.g. not x86-64).
@@ -35,5 +46,8 @@ const MicroKernel<float>* avx2_kernel_f32();
 const MicroKernel<double>* avx2_kernel_f64();
 const MicroKernel<float>* generic_kernel_f32();
 const MicroKernel<double>* generic_kernel_f64();
+const FmaLoop* avx512_fma_loop();
+const FmaLoop* avx2_fma_loop();
+const FmaLoop* generic_fma_loop();
 
 } // namespace mylinearops::cpu

@@ -38,8 +38,9 @@ struct Avx2F64 {
 };
 
 // 16 ymm registers: 6 x 2 accumulators + 2 B vectors + 1 broadcast.
-constexpr MicroKernel<float> kF32{"avx2", 6, 16, 256, 120, 512, &microkernel<Avx2F32, 6, 2>};
-constexpr MicroKernel<double> kF64{"avx2", 6, 8, 256, 96, 256, &microkernel<Avx2F64, 6, 2>};
+constexpr MicroKernel<float> kF32{"avx2", 6, 16, &microkernel<Avx2F32, 6, 2>};
+constexpr MicroKernel<double> kF64{"avx2", 6, 8, &microkernel<Avx2F64, 6, 2>};
+constexpr FmaLoop kFmaLoop{"avx2", kFmaChains * Avx2F32::kWidth * 2, &fma_peak_loop<Avx2F32, kFmaChains>};
 
 } // namespace
 } // namespace mylinearops::cpu
@@ -48,6 +49,7 @@ constexpr MicroKernel<double> kF64{"avx2", 6, 8, 256, 96, 256, &microkernel<Avx2
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx2_kernel_f32() { return &kF32; }
 const MicroKernel<double>* avx2_kernel_f64() { return &kF64; }
+const FmaLoop* avx2_fma_loop() { return &kFmaLoop; }
 } // namespace mylinearops::cpu
 
 #else // not x86-64 with GCC/Clang: no AVX2 kernels in this build
@@ -55,6 +57,7 @@ const MicroKernel<double>* avx2_kernel_f64() { return &kF64; }
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx2_kernel_f32() { return nullptr; }
 const MicroKernel<double>* avx2_kernel_f64() { return nullptr; }
+const FmaLoop* avx2_fma_loop() { return nullptr; }
 } // namespace mylinearops::cpu
 
 #endif

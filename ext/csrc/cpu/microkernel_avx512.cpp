@@ -39,8 +39,9 @@ struct Avx512F64 {
 };
 
 // 32 zmm registers: 12 x 2 accumulators + 2 B vectors + 1 broadcast.
-constexpr MicroKernel<float> kF32{"avx512", 12, 32, 256, 144, 512, &microkernel<Avx512F32, 12, 2>};
-constexpr MicroKernel<double> kF64{"avx512", 12, 16, 256, 96, 256, &microkernel<Avx512F64, 12, 2>};
+constexpr MicroKernel<float> kF32{"avx512", 12, 32, &microkernel<Avx512F32, 12, 2>};
+constexpr MicroKernel<double> kF64{"avx512", 12, 16, &microkernel<Avx512F64, 12, 2>};
+constexpr FmaLoop kFmaLoop{"avx512", kFmaChains * Avx512F32::kWidth * 2, &fma_peak_loop<Avx512F32, kFmaChains>};
 // [/book:cpu-avx512-target]
 
 } // namespace
@@ -50,6 +51,7 @@ constexpr MicroKernel<double> kF64{"avx512", 12, 16, 256, 96, 256, &microkernel<
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return &kF32; }
 const MicroKernel<double>* avx512_kernel_f64() { return &kF64; }
+const FmaLoop* avx512_fma_loop() { return &kFmaLoop; }
 } // namespace mylinearops::cpu
 
 #else // not x86-64 with GCC/Clang: no AVX-512 kernels in this build
@@ -57,6 +59,7 @@ const MicroKernel<double>* avx512_kernel_f64() { return &kF64; }
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return nullptr; }
 const MicroKernel<double>* avx512_kernel_f64() { return nullptr; }
+const FmaLoop* avx512_fma_loop() { return nullptr; }
 } // namespace mylinearops::cpu
 
 #endif

@@ -27,12 +27,14 @@ struct GenericVec {
 };
 
 // 16 xmm registers: 6 x 2 accumulators + 2 B vectors + 1 broadcast.
-constexpr MicroKernel<float> kF32{"generic", 6, 8, 256, 96, 256, &microkernel<GenericVec<float>, 6, 2>};
-constexpr MicroKernel<double> kF64{"generic", 6, 4, 256, 96, 256, &microkernel<GenericVec<double>, 6, 2>};
+constexpr MicroKernel<float> kF32{"generic", 6, 8, &microkernel<GenericVec<float>, 6, 2>};
+constexpr MicroKernel<double> kF64{"generic", 6, 4, &microkernel<GenericVec<double>, 6, 2>};
+constexpr FmaLoop kFmaLoop{"generic", kFmaChains * GenericVec<float>::kWidth * 2, &fma_peak_loop<GenericVec<float>, kFmaChains>};
 
 } // namespace
 
 const MicroKernel<float>* generic_kernel_f32() { return &kF32; }
 const MicroKernel<double>* generic_kernel_f64() { return &kF64; }
+const FmaLoop* generic_fma_loop() { return &kFmaLoop; }
 
 } // namespace mylinearops::cpu

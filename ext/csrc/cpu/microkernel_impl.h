@@ -13,33 +13,38 @@ namespace {
 // [book:cpu-microkernel]
 // MR rows x NV vectors of C live in registers for the whole k loop: each step
 // loads NV vectors of B, broadcasts MR scalars of A and issues MR * NV fused
-// multiply-adds. With AVX-512 and float: 12 x 2 zmm accumulators (12 x 32
-// floats), 2 loads of B + 12 broadcasts per 24 FMAs.
-template <typename Vt, int MR, int NV>
-void microkernel(
-    int64_t kc, const typename Vt::T* a, const typename Vt::T* b, typename Vt::T* c,
-    int64_t ldc, const typename Vt::T* bias, bool accumulate) {
+// multiply-adds. With AVX2 and float: 6 x 2 ymm accumulators (6 x 16
+// floats), 2 loads of B + 6 broadcasts per 12 FMAs; with AVX-512, 12 x 2 zmm
+// (12 x 32 floats), 2 loads + 12 broadcasts per 24 FMAs.
+// Element (i, p) of A is a[i * a_rs + p * a_cs]: a packed panel (a_rs = 1,
+// a_cs = MR) or A in place. The packed case is compiled separately with its
+// strides known, so that its addresses are constant offsets.
+template <typename Vt, int MR, int NV, bool kPackedA>
+inline void microkernel_body(
+    int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate) {
   using V = typename Vt::V;
   constexpr int W = Vt::kWidth;
-  constexpr int NR = NV * W;
+  if constexpr (kPackedA) a_rs = 1, a_cs = MR;
   V acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = Vt::zero();
 
+#pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     V bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = Vt::load(b + v * W);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const V av = Vt::broadcast(a + i);
+      const V av = Vt::broadcast(a + i * a_rs);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] = Vt::fmadd(av, bv[v], acc[i][v]);
     }
-    a += MR;
-    b += NR;
+    a += a_cs;
+    b += b_rs;
   }
 
 #pragma GCC unroll 16
@@ -57,7 +62,51 @@ void microkernel(
     }
   }
 }
+
+template <typename Vt, int MR, int NV>
+void microkernel(
+    int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate) {
+  if (a_rs == 1 && a_cs == MR) {
+    microkernel_body<Vt, MR, NV, true>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
+  } else {
+    microkernel_body<Vt, MR, NV, false>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
+  }
+}
 // [/book:cpu-microkernel]
+
+// [book:cpu-fma-peak-loop]
+// The compute ceiling, measured: kChains independent chains of
+// acc = acc * x + y. An FMA takes about 4 cycles and a core starts up to 2 per
+// cycle, so at least 8 chains must be in flight; 12 leave a margin and still
+// fit in 16 registers with x and y. No loads, no stores: only the FMA units
+// limit this loop. (The portable kernel has no FMA instruction: a multiply
+// and an add, counted as 2 FLOPs like one FMA.)
+template <typename Vt, int kChains>
+typename Vt::T fma_peak_loop(int64_t iterations, typename Vt::T x, typename Vt::T y) {
+  using V = typename Vt::V;
+  V acc[kChains];
+  const V vx = Vt::broadcast(&x), vy = Vt::broadcast(&y);
+#pragma GCC unroll 16
+  for (int c = 0; c < kChains; ++c) { // distinct starting values: identical chains would be merged by the compiler
+    const typename Vt::T start = y * static_cast<typename Vt::T>(c + 1);
+    acc[c] = Vt::broadcast(&start);
+  }
+  for (int64_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChains; ++c) acc[c] = Vt::fmadd(acc[c], vx, vy);
+  }
+  V sum = acc[0];
+#pragma GCC unroll 16
+  for (int c = 1; c < kChains; ++c) sum = Vt::add(sum, acc[c]);
+  typename Vt::T lanes[Vt::kWidth];
+  Vt::store(lanes, sum);
+  typename Vt::T total = 0;
+  for (int l = 0; l < Vt::kWidth; ++l) total += lanes[l];
+  return total;
+}
+constexpr int kFmaChains = 12;
+// [/book:cpu-fma-peak-loop]
 
 } // namespace
 } // namespace mylinearops::cpu

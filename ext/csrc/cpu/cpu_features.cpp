@@ -1,0 +1,305 @@
+// Cache sizes, instruction-set choice and the measured FMA peak (see
+// cpu_features.h). Nothing here is tuned to one CPU: sizes come from the
+// operating system, speeds from measurements on the running machine.
+#include "cpu_features.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "microkernel.h"
+
+namespace mylinearops::cpu {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    default: return "generic";
+  }
+}
+
+bool hardware_has(Isa isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (isa) {
+    case Isa::Avx512: return __builtin_cpu_supports("avx512f");
+    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    default: return true;
+  }
+#else
+  return isa == Isa::Generic;
+#endif
+}
+
+namespace {
+
+struct Cap {
+  bool set;
+  Isa isa;
+};
+
+Cap read_cap() {
+  const char* raw = std::getenv("MYLINEAROPS_ISA");
+  const std::string value = raw ? raw : "";
+  if (value.empty() || value == "auto") return {false, Isa::Avx512};
+  for (Isa isa : kAllIsas) {
+    if (value == isa_name(isa)) return {true, isa};
+  }
+  throw std::invalid_argument(
+      "mylinearops: MYLINEAROPS_ISA='" + value +
+      "' is not one of auto, avx512, avx2, generic (the widest instruction set the CPU kernels may use)");
+}
+
+const Cap& cap() {
+  static const Cap c = read_cap();
+  return c;
+}
+
+} // namespace
+
+bool isa_capped() {
+  return cap().set;
+}
+Isa isa_cap() {
+  return cap().isa;
+}
+
+bool usable(Isa isa) {
+  return hardware_has(isa) && static_cast<int>(isa) <= static_cast<int>(isa_cap());
+}
+
+// [book:cpu-cache-sizes]
+// The operating system's view of the caches. sysfs lists each cache of
+// cpu0 with its level, type and size ("32K"); glibc's sysconf derives them
+// from cpuid, which a hypervisor may report differently (on the book's
+// machines it claims a 256 MB L3 where sysfs says 32 MB), so sysfs wins.
+namespace {
+
+int64_t parse_size(const std::string& text) { // "32K", "1024K", "32M"
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || value <= 0) return 0;
+  switch (*end) {
+    case 'K': return value << 10;
+    case 'M': return value << 20;
+    case 'G': return value << 30;
+    default: return value;
+  }
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+CacheSizes read_cache_sizes() {
+  CacheSizes sizes{0, 0, 0, "sysfs"};
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    const std::string level = read_line(dir + "level"), type = read_line(dir + "type");
+    const int64_t size = parse_size(read_line(dir + "size"));
+    if (level.empty()) break;
+    if (type == "Instruction" || size == 0) continue;
+    if (level == "1") sizes.l1d = size;
+    if (level == "2") sizes.l2 = size;
+    if (level == "3") sizes.l3 = size;
+  }
+  if (sizes.l1d > 0 && sizes.l2 > 0) return sizes;
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  sizes = {sysconf(_SC_LEVEL1_DCACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), "sysconf"};
+  if (sizes.l1d > 0 && sizes.l2 > 0) return sizes;
+#endif
+  return {32 << 10, 512 << 10, 8 << 20, "default"}; // nothing reported: a modest desktop core
+}
+
+} // namespace
+
+const CacheSizes& cache_sizes() {
+  static const CacheSizes sizes = [] {
+    CacheSizes s = read_cache_sizes();
+    if (s.l3 <= 0) s.l3 = 4 * s.l2; // no L3 reported: assume a little beyond L2
+    return s;
+  }();
+  return sizes;
+}
+// [/book:cpu-cache-sizes]
+
+// [book:cpu-blocking]
+// The analytical blocking of BLIS (Low et al., "Analytical modeling is enough
+// for high-performance BLIS", 2016), simplified:
+// - kc: a kc x NR micro-panel of B stays in L1 while the micro-kernel walks
+//   down the A panels; give it three quarters of L1 (the A micro-panel
+//   streams through the rest). A large kc also means fewer passes over C
+//   and fewer barriers between the threads.
+// - mc: the mc x kc block of A, reused for every micro-panel of B, fills
+//   half of L2.
+// - nc: the kc x nc block of B, shared by all threads, a quarter of L3
+//   (which other cores and other programs share).
+// MYLINEAROPS_BLOCKING="kc,mc,nc" overrides all three, for experiments.
+namespace {
+bool read_forced_blocking(Blocking* out) {
+  const char* raw = std::getenv("MYLINEAROPS_BLOCKING");
+  if (raw == nullptr || *raw == '\0') return false;
+  long long kc = 0, mc = 0, nc = 0;
+  char extra = 0;
+  if (std::sscanf(raw, "%lld,%lld,%lld%c", &kc, &mc, &nc, &extra) != 3 || kc < 1 || mc < 1 || nc < 1) {
+    throw std::invalid_argument(
+        std::string("mylinearops: MYLINEAROPS_BLOCKING='") + raw +
+        "' is not three positive integers kc,mc,nc (e.g. 256,120,4096)");
+  }
+  *out = {kc, mc, nc};
+  return true;
+}
+} // namespace
+
+Blocking blocking_for(int mr, int nr, int bytes) {
+  static Blocking forced{};
+  static const bool is_forced = read_forced_blocking(&forced);
+  auto round_down = [](int64_t value, int64_t multiple) { return std::max(multiple, value / multiple * multiple); };
+  if (is_forced) return {forced.kc, round_down(forced.mc, mr), round_down(forced.nc, nr)};
+  const CacheSizes& c = cache_sizes();
+  const int64_t kc = std::clamp<int64_t>(round_down(c.l1d * 3 / 4 / (nr * bytes), 16), 64, 1024);
+  const int64_t mc = std::clamp<int64_t>(round_down(c.l2 / 2 / (kc * bytes), mr), mr, 4096);
+  const int64_t nc = std::clamp<int64_t>(round_down(c.l3 / 4 / (kc * bytes), nr), nr, 16384);
+  return {kc, mc, nc};
+}
+// [/book:cpu-blocking]
+
+namespace {
+
+const FmaLoop* fma_loop_for(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return avx512_fma_loop();
+    case Isa::Avx2: return avx2_fma_loop();
+    default: return generic_fma_loop();
+  }
+}
+
+const MicroKernel<float>* float_kernel_for(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return avx512_kernel_f32();
+    case Isa::Avx2: return avx2_kernel_f32();
+    default: return generic_kernel_f32();
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// [book:cpu-isa-calibration]
+// GFLOP/s of one float micro-kernel on one core, all data in L1: the
+// micro-kernel alone, as fast as it can possibly run on this core.
+struct KernelProbe {
+  const MicroKernel<float>* uk;
+  std::vector<float> a, b, c;
+  int64_t kc;
+  explicit KernelProbe(const MicroKernel<float>* kernel)
+      : uk(kernel), a(kernel->mr * 256, 0.5f), b(kernel->nr * 256, 0.25f), c(kernel->mr * kernel->nr), kc(256) {}
+  double gflops(double seconds) { // best call rate over a burst of calls lasting `seconds`
+    const auto start = std::chrono::steady_clock::now();
+    int64_t calls = 0;
+    double elapsed = 0;
+    do {
+      for (int i = 0; i < 64; ++i) uk->fn(kc, a.data(), 1, uk->mr, b.data(), uk->nr, c.data(), uk->nr, nullptr, true);
+      calls += 64;
+      elapsed = seconds_since(start);
+    } while (elapsed < seconds);
+    return 2.0 * uk->mr * uk->nr * kc * calls / elapsed / 1e9;
+  }
+};
+
+IsaChoice choose_isa() {
+  if (isa_capped()) {
+    for (Isa isa : kAllIsas) {
+      if (usable(isa)) return {isa, std::string("MYLINEAROPS_ISA=") + isa_name(isa_cap())};
+    }
+  }
+  if (!usable(Isa::Avx512) || !usable(Isa::Avx2)) {
+    const Isa only = usable(Isa::Avx512) ? Isa::Avx512 : usable(Isa::Avx2) ? Isa::Avx2 : Isa::Generic;
+    return {only, std::string("the widest instruction set this CPU has")};
+  }
+  // Both: time them in alternation (a burst of load from another process then
+  // hits both) and keep each one's best of five rounds.
+  KernelProbe wide(float_kernel_for(Isa::Avx512)), narrow(float_kernel_for(Isa::Avx2));
+  double best_wide = 0, best_narrow = 0;
+  for (int round = 0; round < 5; ++round) {
+    best_wide = std::max(best_wide, wide.gflops(0.002));
+    best_narrow = std::max(best_narrow, narrow.gflops(0.002));
+  }
+  const bool wide_wins = best_wide >= kAvx512MinSpeedup * best_narrow;
+  char reason[200];
+  std::snprintf(
+      reason, sizeof reason, "calibrated: avx512 micro-kernel %.2fx the speed of avx2 (%s %.1fx)",
+      best_wide / best_narrow, wide_wins ? "at least" : "less than", kAvx512MinSpeedup);
+  return {wide_wins ? Isa::Avx512 : Isa::Avx2, reason, best_wide, best_narrow};
+}
+// [/book:cpu-isa-calibration]
+
+} // namespace
+
+const IsaChoice& preferred_isa() {
+  static const IsaChoice choice = choose_isa();
+  return choice;
+}
+
+double fma_peak_gflops(Isa isa, int threads, double seconds) {
+  if (!usable(isa)) {
+    throw std::invalid_argument(
+        std::string("mylinearops: this CPU cannot run ") + isa_name(isa) + " code" +
+        (hardware_has(isa) ? " (disabled by MYLINEAROPS_ISA)" : ""));
+  }
+  const FmaLoop* loop = fma_loop_for(isa);
+  threads = std::max(1, threads);
+  // Size the loop to about `seconds` on one thread.
+  int64_t iterations = 1 << 16;
+  for (;;) {
+    const auto start = std::chrono::steady_clock::now();
+    volatile float sink = loop->fn(iterations, 0.999f, 0.001f);
+    (void)sink;
+    const double elapsed = seconds_since(start);
+    if (elapsed > seconds / 8 || iterations > (int64_t{1} << 40)) {
+      iterations = static_cast<int64_t>(iterations * seconds / std::max(elapsed, 1e-9));
+      break;
+    }
+    iterations *= 4;
+  }
+  iterations = std::max<int64_t>(iterations, 1024);
+  double best = 0;
+  for (int run = 0; run < 3; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+#ifdef _OPENMP
+    int ran = 1; // the team OpenMP actually gave us, which may be smaller than asked
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp single nowait
+      ran = omp_get_num_threads();
+      volatile float sink = loop->fn(iterations, 0.999f, 0.001f);
+      (void)sink;
+    }
+#else
+    volatile float sink = loop->fn(iterations, 0.999f, 0.001f);
+    (void)sink;
+    const int ran = 1;
+#endif
+    const double elapsed = seconds_since(start);
+    best = std::max(best, static_cast<double>(loop->flops_per_iteration) * iterations * ran / elapsed / 1e9);
+  }
+  return best;
+}
+
+} // namespace mylinearops::cpu

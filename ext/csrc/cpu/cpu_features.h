@@ -1,0 +1,68 @@
+// What the running CPU offers the packed GEMM: its cache sizes (read from the
+// operating system, not assumed), which instruction sets the micro-kernels
+// may use, which one is fastest here (measured, not derived from vector
+// width), and a measured FMA peak per instruction set. ATen-free, like the
+// micro-kernel files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mylinearops::cpu {
+
+// Instruction sets of the micro-kernels, narrowest first.
+enum class Isa { Generic = 0, Avx2 = 1, Avx512 = 2 };
+constexpr Isa kAllIsas[] = {Isa::Avx512, Isa::Avx2, Isa::Generic}; // widest first
+
+const char* isa_name(Isa isa); // "avx512", "avx2", "generic"
+
+// The CPU can execute it (cpuid), ignoring MYLINEAROPS_ISA.
+bool hardware_has(Isa isa);
+
+// MYLINEAROPS_ISA caps the instruction sets the library uses, like PyTorch's
+// ATEN_CPU_CAPABILITY: "avx2" makes an AVX-512 CPU look like an AVX2 one.
+// Unset or "auto": no cap. Throws std::invalid_argument on an unknown value.
+bool isa_capped();
+Isa isa_cap();
+
+// hardware_has(isa) and isa <= the cap.
+bool usable(Isa isa);
+
+// Per-core data cache sizes in bytes (l3: the whole shared cache) and where
+// they were read: "sysfs" (/sys/devices/system/cpu/cpu0/cache), "sysconf",
+// or "default" when the system reports nothing.
+struct CacheSizes {
+  int64_t l1d, l2, l3;
+  const char* source;
+};
+const CacheSizes& cache_sizes();
+
+// Cache blocks for a micro-kernel of mr x nr elements of `bytes` each:
+// a kc x nr panel of B in L1, an mc x kc block of A in L2, a kc x nc block
+// of B in L3 (cpu_features.cpp says how). kc and nc are upper bounds: the
+// driver splits k and n into equal blocks no larger than them.
+struct Blocking {
+  int64_t kc, mc, nc;
+};
+Blocking blocking_for(int mr, int nr, int bytes);
+
+// The instruction set `packed` uses for wide products, and why. Decided once
+// per process: MYLINEAROPS_ISA if set; otherwise the only FMA kernel this CPU
+// has; otherwise (AVX-512 and AVX2 both present) a calibration that times the
+// two float micro-kernels on data in L1 and takes AVX-512 only if it is
+// clearly faster. On CPUs that run AVX-512 on 256-bit units (AMD Zen 4) it
+// is not, and the AVX2 kernel's smaller tile wastes less at the edges.
+struct IsaChoice {
+  Isa isa;
+  std::string reason;
+  double avx512_gflops = 0, avx2_gflops = 0; // one core, micro-kernel in L1 (calibration only)
+};
+const IsaChoice& preferred_isa();
+constexpr double kAvx512MinSpeedup = 1.3;
+
+// Measured FP32 throughput of a loop of independent vector FMAs (no memory
+// traffic) on `threads` threads: the compute ceiling of `isa` on this machine.
+// Each thread runs for about `seconds`; the best of three runs is returned.
+double fma_peak_gflops(Isa isa, int threads, double seconds);
+
+} // namespace mylinearops::cpu
