@@ -11,6 +11,8 @@
 - `run_cuda_emulator`: compile and run ext/tests/cuda_emulator, which executes the CUDA kernels
   on the CPU and checks them against a float64 reference.
 - `committed_results`: a benchmark results file committed under ext/bench/results/, or None.
+- `recorded_machines` / `print_recorded_machines`: the headline figures of every machine whose
+  benchmark results are committed, side by side, each named with its CPU and date.
 """
 
 from __future__ import annotations
@@ -192,3 +194,70 @@ def committed_results(name: str) -> dict | None:
     """ext/bench/results/<name>.json as a dict, or None if no such file is committed."""
     path = RESULTS_DIR / f"{name}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def _forward(report: dict, m: int, k: int, n: int) -> dict:
+    row = next((r for r in report["results"] if r["kind"] == "forward" and (r["m"], r["k"], r["n"]) == (m, k, n)), None)
+    return row["variants"] if row else {}
+
+
+def recorded_machines(device: str = "cpu") -> list[dict]:
+    """One summary per committed results file of `device`, oldest first: the machine, its
+    date and threads, the measured FMA peak (None where the file predates peak measurement)
+    and, at 1024^3 FP32, `auto` and torch.mm in GFLOP/s with their ratio; numpy where
+    measured; the MLP training-step ratio."""
+    out = []
+    for path in sorted(RESULTS_DIR.glob(f"{device}-*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        machine = report["machine"]
+        fwd = _forward(report, 1024, 1024, 1024)
+        # Format 1 files predate `auto` in the benchmark: their `auto` was packed_avx512.
+        auto = fwd.get("auto") or fwd.get("packed_avx512") or fwd.get("packed_avx2") or {}
+        threads = machine.get("threads") or machine.get("torch_threads")
+        peak = None
+        if "fma_peak_gflops" in machine:
+            isa, peaks = max(machine["fma_peak_gflops"].items(), key=lambda item: item[1][str(threads)])
+            peak = (isa, peaks[str(threads)])
+        cpu = machine.get("cpu")
+        if isinstance(cpu, dict):
+            label = f"{cpu['model_name']}, {cpu['core'] or cpu['vendor']} (family {cpu['family']}, model {cpu['model']})"
+        else:
+            label = machine.get("label", str(cpu))
+        out.append({
+            "file": path.name,
+            "label": label,
+            "date": machine["date_utc"][:10],
+            "threads": threads,
+            "format": report.get("format", 1),
+            "peak": peak,
+            "auto_gflops": auto.get("gflops"),
+            "torch_gflops": fwd.get("torch.mm", {}).get("gflops"),
+            "numpy_gflops": fwd.get("numpy", {}).get("gflops"),
+            "auto_vs_torch": auto.get("vs_torch"),
+            "auto_vs_numpy": auto.get("vs_numpy"),
+            "auto_pct_of_peak": auto.get("pct_of_peak"),
+            "mlp_step_ratio": report.get("mlp_train_step", {}).get("linearlayer_over_nn_linear"),
+        })
+    return sorted(out, key=lambda r: (r["date"], r["file"]))
+
+
+def print_recorded_machines(device: str = "cpu", threads: int | None = None) -> None:
+    """A table of `recorded_machines`, optionally only those run with `threads` threads."""
+    def cell(value, spec: str, suffix: str = "") -> str:
+        return "–" if value is None else format(value, spec) + suffix
+
+    rows = [r for r in recorded_machines(device) if threads is None or r["threads"] == threads]
+    header = ("results file", "date", "thr", "FMA peak", "auto", "torch", "numpy", "auto/torch", "auto/numpy",
+              "% peak", "MLP step")
+    table = [header] + [(
+        r["file"].removesuffix(".json"), r["date"], str(r["threads"]),
+        f"{r['peak'][1]:.0f} ({r['peak'][0]})" if r["peak"] else "not recorded",
+        cell(r["auto_gflops"], ".0f"), cell(r["torch_gflops"], ".0f"), cell(r["numpy_gflops"], ".0f"),
+        cell(r["auto_vs_torch"], ".2f", "x"), cell(r["auto_vs_numpy"], ".2f", "x"),
+        cell(r["auto_pct_of_peak"], ".0%"), cell(r["mlp_step_ratio"], ".2f", "x"),
+    ) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(text.ljust(w) if i < 2 else text.rjust(w) for i, (text, w) in enumerate(zip(row, widths))))
+    for r in rows:
+        print(f"  {r['file'].removesuffix('.json')}: {r['label']}")

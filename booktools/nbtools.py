@@ -135,6 +135,32 @@ def refresh(paths: list[Path]) -> None:
 
 
 # -------------------------------------------------------------------------------------- check
+# A measured figure typed into prose: a speed, a bandwidth, a clock, a time, a cache or
+# memory size, a ratio ("1.6x", "2×") or a share ("75%"). Such numbers must come from the
+# run's outputs (myst-nb `{glue:text}` roles) or be read in a cell from a named results file.
+_MEASURED_FIGURE = re.compile(
+    r"\d[\d.,]*\s*(GFLOP/s|TFLOP/s|FLOP/s|GB/s|MB/s|GHz|MHz|FLOPs? per cycle|ms|µs|us|ns|s|seconds|minutes"
+    r"|KB|KiB|MB|MiB|GB|GiB)\b"
+    r"|\d+(\.\d+)?\s*[x×](?!\s*\d)(?=[\s,.;:)]|$)"
+    r"|\d+(\.\d+)?\s*%"
+)
+# What may legitimately hold such text: glue roles, math, code spans and blocks, link targets.
+_NOT_PROSE = re.compile(r"\{glue(:\w+)?\}`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|```.*?```|`[^`]*`|\]\([^)]*\)", re.S)
+
+
+def typed_figures(nb) -> list[str]:
+    """Lines of markdown that state a measured figure in prose instead of gluing it."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for line in _NOT_PROSE.sub(" ", cell.source).splitlines():
+            match = _MEASURED_FIGURE.search(line)
+            if match:
+                found.append(f"cell {i}: ...{line[max(0, match.start() - 40):match.end() + 20].strip()}...")
+    return found
+
+
 def problems(path: Path, toc_text: str, bootstrap_source: str) -> list[str]:
     """What is wrong with one committed notebook, as readable sentences."""
     nb = nbformat.read(path, as_version=4)

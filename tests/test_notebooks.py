@@ -67,3 +67,25 @@ def test_ignored_output_share_is_small_overall():
     cells = [c for p in NOTEBOOKS for c in nbtools.code_cells(nbformat.read(p, as_version=4))]
     ignored = sum(nbtools.is_ignored(c) for c in cells)
     assert ignored / len(cells) <= nbtools.MAX_IGNORED_SHARE
+
+
+def part_chapters(caption_prefix: str) -> list:
+    toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return [REPO_ROOT / f"{ch['file']}.ipynb" for part in toc["parts"] if part["caption"].startswith(caption_prefix)
+            for ch in part["chapters"]]
+
+
+@pytest.mark.parametrize("path", part_chapters("Part III"), ids=lambda p: p.name)
+def test_no_measured_figure_is_typed_into_prose(path):
+    """Speeds, peaks, cache sizes, clocks, times and ratios come from this run's outputs
+    (glued) or from a cell reading a named results file, never from the prose."""
+    assert nbtools.typed_figures(nbformat.read(path, as_version=4)) == []
+
+
+def test_the_typed_figure_rule_bites():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("The kernel reaches 310 GFLOP/s, 1.64x torch.mm, on 48 KB of L1."),
+        nbformat.v4.new_markdown_cell("It reaches {glue:text}`auto_gflops` GFLOP/s; a $12 \\times 32$ tile, `kc = 256`, 12 x 32."),
+    ])
+    found = nbtools.typed_figures(nb)
+    assert len(found) == 1 and found[0].startswith("cell 0")

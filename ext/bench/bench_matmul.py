@@ -1,39 +1,60 @@
-"""Benchmark the mylinearops kernels against torch.mm (MKL / cuBLAS).
+"""Benchmark the mylinearops kernels against torch.mm and numpy, on the machine it runs on.
 
-    python ext/bench/bench_matmul.py            # full run, writes ext/bench/results/
+    python ext/bench/bench_matmul.py            # full run: writes ext/bench/results/<machine>.{json,md}
     python ext/bench/bench_matmul.py --quick    # a minute or so, writes ext/bench/_scratch/
+    python ext/bench/bench_matmul.py --threads 1
 
-For every device present (CPU always, CUDA when a GPU is visible) it measures
-GFLOP/s of each kernel variant and of torch.mm on square sizes and on the
-shapes of the notes' MLP (batch 128: 784->256, 256->256, 256->10), forward
-and backward, then the time of one training step of that MLP built from
-LinearLayer vs nn.Linear. Every variant is first checked against a float64
-reference; a variant that fails the check is reported and not timed.
-Timings are interleaved (each round runs every variant once) and the median
-over rounds is reported, because these machines are noisy. On a GPU: FP32
-with TF32 off, timed with CUDA events.
+Every run first describes the machine: CPU vendor, family, model and flags, the cache sizes
+the kernels read from the operating system, the library versions, the clock of a busy core
+and, for each instruction set the CPU runs, the FP32 FMA peak *measured* with a loop of
+independent FMAs (on one thread and on the benchmark's threads). Then, for every device
+present (CPU always, CUDA when a GPU is visible), it measures GFLOP/s of each kernel variant,
+of torch.mm (MKL / cuBLAS) and, on the CPU, of numpy (OpenBLAS), on square sizes and on the
+shapes of the notes' MLP (batch 128: 784->256, 256->256, 256->10), forward and backward, and
+the time of one training step of that MLP built from LinearLayer vs nn.Linear. Every variant
+is first checked against a float64 reference; a variant that fails the check is reported and
+not timed. Timings are interleaved (each round runs every variant once) and the median over
+rounds is reported, because these machines are noisy. On a GPU: FP32 with TF32 off, timed
+with CUDA events.
+
+Results go to one file per machine, named after it (e.g. ``cpu-amd-f25-m1-2t.json``: vendor,
+CPU family and model, threads), so a run never overwrites another machine's results.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
 import os
-import platform
-import statistics
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-import torch
-from torch import nn
+# Set before numpy (imported by torch) loads OpenBLAS. OpenBLAS's threads spin for ~0.1 s
+# after each call and would steal a core from whatever is timed next; timeout 4 (2^4
+# cycles) puts them to sleep at once. With --threads N, numpy gets N threads too.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+if "--threads" in sys.argv[:-1]:
+    os.environ["OPENBLAS_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
-import mylinearops
+import argparse  # noqa: E402
+import datetime as dt  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import mylinearops  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 MLP_SHAPES = [(128, 784, 256), (128, 256, 256), (128, 256, 10)]  # (batch, in, out)
+FORMAT = 2  # version of the results file layout (1: before machines were identified)
+
+# The targets the book's issue tracker set for the CPU kernel (checked at 1024^3 FP32).
+TARGETS = {"vs_torch": 1.0, "vs_numpy": 0.9, "pct_of_peak": 0.75, "mlp_step_time_ratio": 1.0}
 
 
 # ---------------------------------------------------------------------------
@@ -44,12 +65,16 @@ MLP_SHAPES = [(128, 784, 256), (128, 256, 256), (128, 256, 10)]  # (batch, in, o
 class Timer:
     """Seconds per call of fn.
 
-    CPU: every call is timed on its own. On a shared 2-core machine an
-    OpenMP parallel region now and then waits milliseconds for a thread that
-    another process has descheduled; timing calls one by one keeps those
-    stalls as outliers (which the median ignores) instead of smearing them
-    into an average. CUDA: CUDA events around a batch of calls.
+    CPU: every call is timed on its own. On a shared 2-core machine an OpenMP parallel
+    region now and then waits milliseconds for a thread that another process has
+    descheduled; timing calls one by one keeps those stalls as outliers (which the median
+    ignores) instead of smearing them into an average. Before each batch the timer sleeps
+    a few milliseconds, so that the worker threads of the previous library (OpenMP's for
+    torch and mylinearops, OpenBLAS's for numpy) stop spinning and leave both cores to the
+    next one. CUDA: CUDA events around a batch of calls.
     """
+
+    SETTLE_S = 0.005
 
     def __init__(self, device: str):
         self.device = device
@@ -63,6 +88,7 @@ class Timer:
             end.record()
             end.synchronize()
             return [start.elapsed_time(end) / 1e3 / inner]
+        time.sleep(self.SETTLE_S)
         out = []
         for _ in range(inner):
             t0 = time.perf_counter()
@@ -75,9 +101,8 @@ class Timer:
 
 
 def interleaved_medians(fns: dict, timer: Timer, rounds: int, target_s: float) -> dict[str, list[float]]:
-    """Seconds per call for each fn, all samples sorted (median = the middle
-    one). Every round runs every fn, so a burst of load from other processes
-    hits all variants alike."""
+    """Seconds per call for each fn, all samples sorted (median = the middle one). Every
+    round runs every fn, so a burst of load from other processes hits all variants alike."""
     inner = {}
     for name, fn in fns.items():  # warm up, and size each round to about target_s per fn
         fn()
@@ -91,13 +116,93 @@ def interleaved_medians(fns: dict, timer: Timer, rounds: int, target_s: float) -
 
 
 # ---------------------------------------------------------------------------
+# The machine
+# ---------------------------------------------------------------------------
+
+def machine_id(device: str, threads: int) -> str:
+    """The results file's name: one per machine (and thread count), never shared."""
+    if device == "cuda":
+        return "cuda-" + re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-")
+    return mylinearops.machine_id(threads)
+
+
+def library_versions() -> dict:
+    blas = np.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
+    torch_blas = [line.strip() for line in torch.__config__.show().splitlines() if "Math Kernel" in line or "BLAS" in line]
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_blas": torch_blas[0].lstrip("- ") if torch_blas else "unknown",
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "numpy": np.__version__,
+        "numpy_blas": f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip(),
+        "numpy_blas_config": blas.get("openblas configuration", ""),
+    }
+
+
+def measured_peaks(threads: int, seconds: float) -> dict[str, dict[str, float]]:
+    """GFLOP/s of the FMA loop per usable instruction set, on 1 and on `threads` threads."""
+    peaks = {}
+    for isa in mylinearops.build_info()["cpu_microkernels"]:
+        counts = sorted({1, threads})
+        peaks[isa] = {str(t): mylinearops.fma_peak_gflops(isa, t, seconds) for t in counts}
+    return peaks
+
+
+def machine_description(device: str, peak_seconds: float = 0.2) -> dict:
+    threads = torch.get_num_threads()
+    info = {
+        "id": machine_id(device, threads),
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": mylinearops.cpu_identity(),
+        "cpu_cores": os.cpu_count(),
+        "threads": threads,
+        **library_versions(),
+        "mylinearops": {k: v for k, v in mylinearops.build_info().items() if k != "library"},
+        "mylinearops_cpu": mylinearops.cpu_info(),
+        "clock_ghz": mylinearops.cpu_clock_ghz(),
+        "fma_peak_gflops": measured_peaks(threads, peak_seconds),
+        "os": platform.platform(),
+    }
+    if device == "cuda":
+        info["gpu"] = torch.cuda.get_device_name()
+        info["cuda"] = torch.version.cuda
+        info["tf32"] = torch.backends.cuda.matmul.allow_tf32
+    try:
+        info["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return info
+
+
+def best_peak(machine: dict) -> tuple[str, float]:
+    """The roof: the highest measured FMA peak on the benchmark's threads, and its ISA."""
+    threads = str(machine["threads"])
+    isa, peaks = max(machine["fma_peak_gflops"].items(), key=lambda item: item[1][threads])
+    return isa, peaks[threads]
+
+
+def isa_of(variant: str, machine: dict) -> str:
+    """The instruction set whose ceiling bounds a variant: the packed micro-kernel's own;
+    the roof for auto and the libraries; the compiler's baseline (SSE2) for the loops."""
+    if variant.startswith("packed_"):
+        return variant.removeprefix("packed_")
+    if variant in ("reference", "blocked"):
+        return "generic"
+    return best_peak(machine)[0]
+
+
+# ---------------------------------------------------------------------------
 # Correctness check before timing
 # ---------------------------------------------------------------------------
 
 
 def check(out: torch.Tensor, ref: torch.Tensor, k: int) -> float:
     """Error normalised by sqrt(k) (the scale of float32 rounding in a k-long sum)."""
-    err = (out.double() - ref).abs().max().item() if out.numel() else 0.0
+    out = torch.as_tensor(out)
+    err = (out.double().to(ref.device) - ref).abs().max().item() if out.numel() else 0.0
     return err / max(1.0, k) ** 0.5
 
 
@@ -110,24 +215,24 @@ TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-10}
 
 
 def forward_variants(device: str, n_flops: float, quick: bool) -> dict:
-    """name -> algo (None: torch.mm). The slow kernels are skipped on big sizes."""
+    """name -> algo ("torch.mm", "numpy" or an algo= name). Slow kernels skip big sizes."""
     if device == "cpu":
-        algos = [a for a in mylinearops.available_algos("cpu") if a not in ("auto", "packed")]
+        algos = [a for a in mylinearops.available_algos("cpu") if a != "packed"]
         if n_flops > 2 * 512**3:
             algos.remove("reference")  # seconds per call beyond 512^3
         if quick:
-            algos = [a for a in algos if a in ("reference", "blocked", "packed_avx2", "packed_avx512")]
-    else:
-        algos = [a for a in mylinearops.available_algos("cuda") if a != "auto"]
-    return {**{a: a for a in algos}, "torch.mm": None}
+            algos = [a for a in algos if a in ("reference", "blocked", "auto", "packed_avx2", "packed_avx512")]
+        return {**{a: a for a in algos}, "torch.mm": "torch.mm", "numpy": "numpy"}
+    algos = [a for a in mylinearops.available_algos("cuda") if a != "auto"]
+    return {**{a: a for a in algos}, "torch.mm": "torch.mm"}
 
 
 def backward_variants(device: str, n_flops: float) -> dict:
     if device == "cpu":
         # blocked reads B^T with a strided inner loop: ~1 GFLOP/s, minutes per call beyond 512^3
         slow = {"blocked": "blocked"} if n_flops <= 2 * 512**3 else {}
-        return {**slow, "packed": "packed", "torch.mm": None}
-    return {"tiled": "tiled", "register_blocked": "register_blocked", "torch.mm": None}
+        return {**slow, "auto": "auto", "torch.mm": "torch.mm"}
+    return {"tiled": "tiled", "register_blocked": "register_blocked", "torch.mm": "torch.mm"}
 
 
 def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer):
@@ -135,14 +240,19 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer):
     dtype = torch.float32
     A = torch.randn(m, k, device=device, dtype=dtype)
     B = torch.randn(k, n, device=device, dtype=dtype)
-    ref = (A.double() @ B.double()).to(device)
+    ref = A.double() @ B.double()
     flops = 2.0 * m * n * k
     rows = {}
+    fns = {}
     if kind == "forward":
-        variants = forward_variants(device, flops, quick)
-        fns = {}
-        for name, algo in variants.items():
-            fn = (lambda: torch.mm(A, B)) if algo is None else (lambda algo=algo: mylinearops.matmul(A, B, algo=algo))
+        A_np, B_np = (A.numpy(), B.numpy()) if device == "cpu" else (None, None)
+        for name, algo in forward_variants(device, flops, quick).items():
+            if algo == "torch.mm":
+                fn = lambda: torch.mm(A, B)  # noqa: E731
+            elif algo == "numpy":
+                fn = lambda: A_np @ B_np  # noqa: E731
+            else:
+                fn = lambda algo=algo: mylinearops.matmul(A, B, algo=algo)  # noqa: E731
             err = check(fn(), ref, k)
             rows[name] = {"max_error_per_sqrt_k": err}
             if err > TOLERANCE[dtype]:
@@ -153,11 +263,10 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer):
         flops *= 2
         Ag, Bg = A.clone().requires_grad_(), B.clone().requires_grad_()
         dC = torch.randn(m, n, device=device, dtype=dtype)
-        ref_dA = (dC.double() @ B.double().t()).to(device)
-        ref_dB = (A.double().t() @ dC.double()).to(device)
-        fns = {}
+        ref_dA = dC.double() @ B.double().t()
+        ref_dB = A.double().t() @ dC.double()
         for name, algo in backward_variants(device, flops / 2).items():
-            out = Ag @ Bg if algo is None else mylinearops.matmul(Ag, Bg, algo=algo)
+            out = Ag @ Bg if algo == "torch.mm" else mylinearops.matmul(Ag, Bg, algo=algo)
             fn = lambda out=out: torch.autograd.grad(out, (Ag, Bg), dC, retain_graph=True)  # noqa: E731
             dA, dB = fn()
             err = max(check(dA, ref_dA, n), check(dB, ref_dB, m))
@@ -167,16 +276,30 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer):
             else:
                 fns[name] = fn
     samples = interleaved_medians(fns, timer, rounds, target_s)
-    base = statistics.median(samples["torch.mm"]) if "torch.mm" in samples else None
+    medians = {name: statistics.median(ss) for name, ss in samples.items()}
     for name, ss in samples.items():
-        s = statistics.median(ss)
-        rows[name].update(
-            ms=s * 1e3,
-            gflops=flops / s / 1e9,
-            vs_torch=(base / s) if base else None,
-            best_gflops=flops / ss[0] / 1e9,  # fastest sample: least disturbed by other load
-        )
+        s = medians[name]
+        rows[name].update(ms=s * 1e3, gflops=flops / s / 1e9, best_gflops=flops / ss[0] / 1e9)
+        for base, key in (("torch.mm", "vs_torch"), ("numpy", "vs_numpy")):  # > 1: faster than the library
+            if base in medians:
+                rows[name][key] = medians[base] / s
     return {"kind": kind, "m": m, "k": k, "n": n, "variants": rows}
+
+
+def add_peak_shares(report: dict) -> None:
+    """Each CPU variant's GFLOP/s as a share of the measured roof, and of the ceiling of
+    the instruction set it uses."""
+    machine = report["machine"]
+    threads = str(machine["threads"])
+    roof = best_peak(machine)[1]
+    for row in report["results"]:
+        for name, v in row["variants"].items():
+            if "gflops" not in v:
+                continue
+            v["pct_of_peak"] = v["gflops"] / roof
+            own = machine["fma_peak_gflops"].get(isa_of(name, machine), {}).get(threads)
+            if own:
+                v["pct_of_isa_peak"] = v["gflops"] / own
 
 
 # ---------------------------------------------------------------------------
@@ -223,59 +346,75 @@ def mlp_train_step(device, rounds, steps_per_round, timer):
 
 
 # ---------------------------------------------------------------------------
-# Reporting
+# Targets and reporting
 # ---------------------------------------------------------------------------
 
 
-def machine_description(device: str) -> dict:
-    info = {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "mylinearops": {k: v for k, v in mylinearops.build_info().items() if k != "library"},
-        "os": platform.platform(),
-    }
-    try:
-        with open("/proc/cpuinfo") as f:
-            info["cpu"] = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        info["cpu"] = platform.processor()
-    info["cpu_cores"] = os.cpu_count()
-    if hasattr(os, "getloadavg"):  # other work on the machine skews every number
-        info["load_average_1_5_15min"] = [round(x, 2) for x in os.getloadavg()]
-    info["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
-    blas = [line.strip() for line in torch.__config__.show().splitlines() if "Math Kernel" in line or "BLAS" in line]
-    info["torch_blas"] = blas[0].lstrip("- ") if blas else "unknown"
-    if device == "cuda":
-        info["gpu"] = torch.cuda.get_device_name()
-        info["cuda"] = torch.version.cuda
-        info["tf32"] = torch.backends.cuda.matmul.allow_tf32
-    try:
-        info["git_commit"] = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return info
+def cpu_targets(report: dict) -> list[dict]:
+    """The CPU kernel's targets, evaluated on this run: forward FP32 1024^3 with `auto`
+    against torch.mm, numpy and the measured roof, and the MLP training step."""
+    out = []
+    row = next((r for r in report["results"] if r["kind"] == "forward" and r["m"] == r["k"] == r["n"] == 1024), None)
+    v = row["variants"].get("auto") if row else None
+    if v and "gflops" in v:
+        for key, label in [
+            ("vs_torch", "auto vs torch.mm, forward 1024^3 (speed ratio)"),
+            ("vs_numpy", "auto vs numpy, forward 1024^3 (speed ratio)"),
+            ("pct_of_peak", "auto, forward 1024^3, share of the measured FMA peak"),
+        ]:
+            if key in v:
+                out.append({"name": label, "value": v[key], "target": TARGETS[key], "met": v[key] >= TARGETS[key]})
+    t = report.get("mlp_train_step")
+    if t:
+        ratio = t["linearlayer_over_nn_linear"]
+        out.append({
+            "name": "MLP train step, LinearLayer time / nn.Linear time",
+            "value": ratio,
+            "target": TARGETS["mlp_step_time_ratio"],
+            "met": ratio <= TARGETS["mlp_step_time_ratio"],
+            "at_most": True,
+        })
+    return out
+
+
+def format_target(t: dict) -> str:
+    value = f"{t['value']:.0%}" if "share" in t["name"] else f"{t['value']:.2f}x"
+    target = f"{t['target']:.0%}" if "share" in t["name"] else f"{t['target']:.2f}x"
+    return f"{t['name']}: {value} (target {'<=' if t.get('at_most') else '>='} {target}): {'met' if t['met'] else 'NOT met'}"
+
+
+def machine_label(machine: dict) -> str:
+    cpu = machine["cpu"]
+    core = f", {cpu['core']}" if cpu.get("core") else ""
+    return f"{cpu['model_name']} (family {cpu['family']}, model {cpu['model']}{core})"
 
 
 def markdown(report: dict) -> str:
     m = report["machine"]
-    lines = [f"# mylinearops matmul benchmark: {report['device'].upper()}", ""]
-    lines.append(f"- date: {m['date_utc']}; mode: {'quick' if report['quick'] else 'full'}")
+    threads = str(m["threads"])
+    lines = [f"# mylinearops matmul benchmark: {m['id']}", ""]
+    lines.append(f"- date: {m['date_utc']}; mode: {'quick' if report['quick'] else 'full'}; commit {m.get('git_commit', '?')}")
     if report["device"] == "cuda":
         lines.append(f"- GPU: {m['gpu']} (CUDA {m['cuda']}), FP32 with TF32 off, CUDA-event timing")
-    lines.append(f"- CPU: {m['cpu']}, {m['cpu_cores']} cores, torch threads: {m['torch_threads']}")
-    lines.append(f"- torch {m['torch']} ({m['torch_blas']}; CPU capability {m['torch_cpu_capability']})")
-    if "load_average_1_5_15min" in m:
-        lines.append(f"- load average at the end of the run (1/5/15 min): {m['load_average_1_5_15min']}")
-    lines.append(f"- mylinearops micro-kernels available: {', '.join(m['mylinearops']['cpu_microkernels'])}")
+    cpu, caches = m["cpu"], m["mylinearops_cpu"]
+    lines.append(f"- CPU: {machine_label(m)}, flags {', '.join(cpu['flags'])}; {m['cpu_cores']} cores, {threads} threads")
     lines.append(
-        f"- {report['rounds']} interleaved rounds per shape (each about {report['target_ms']:.0f} ms per variant, "
-        f"{'calls timed one by one' if report['device'] == 'cpu' else 'CUDA events per round'}), median reported; "
-        "cells are GFLOP/s (speed-up over torch.mm); every variant checked against a float64 reference first"
+        f"- caches (from {caches['cache_source']}): L1d {caches['l1d_bytes'] // 1024} KiB, "
+        f"L2 {caches['l2_bytes'] // 1024} KiB, L3 {caches['l3_bytes'] // 2**20} MiB; measured clock {m['clock_ghz']:.2f} GHz"
     )
+    lines.append(f"- torch {m['torch']} ({m['torch_blas']}; CPU capability {m['torch_cpu_capability']})")
+    lines.append(f"- numpy {m['numpy']} ({m['numpy_blas']})")
+    lines.append(f"- mylinearops `auto` micro-kernel: {caches['preferred_isa']} ({caches['preferred_reason']})")
+    lines += ["", "## Measured FP32 FMA peak (GFLOP/s)", "", "| instruction set | 1 thread | " + f"{threads} threads |", "|---|---|---|"]
+    for isa, peaks in m["fma_peak_gflops"].items():
+        lines.append(f"| {isa} | {peaks['1']:.0f} | {peaks[threads]:.0f} |")
+    lines += [
+        "",
+        f"{report['rounds']} interleaved rounds per shape (about {report['target_ms']:.0f} ms per variant each, "
+        f"{'calls timed one by one' if report['device'] == 'cpu' else 'CUDA events per round'}); medians. "
+        "Cells: GFLOP/s (speed ratio to torch.mm; share of the measured roof). Every variant was checked "
+        "against a float64 reference first.",
+    ]
     for kind, title in [("forward", "Forward C = A @ B"), ("backward", "Backward dA = dC B^T, dB = A^T dC (autograd)")]:
         rows = [r for r in report["results"] if r["kind"] == kind]
         if not rows:
@@ -293,50 +432,19 @@ def markdown(report: dict) -> str:
                 elif v.get("failed_check"):
                     cells.append("FAILED CHECK")
                 else:
-                    ratio = f" ({v['vs_torch']:.2f}x)" if v.get("vs_torch") and name != "torch.mm" else ""
-                    cells.append(f"{v['gflops']:.0f}{ratio}")
+                    extra = [f"{v['vs_torch']:.2f}x"] if "vs_torch" in v and name != "torch.mm" else []
+                    extra += [f"{v['pct_of_peak']:.0%}"] if "pct_of_peak" in v else []
+                    cells.append(f"{v['gflops']:.0f}" + (f" ({'; '.join(extra)})" if extra else ""))
             lines.append(f"| {r['m']} x {r['k']} x {r['n']} | " + " | ".join(cells) + " |")
-    headline = headline_ratios(report)
-    if headline:
-        lines += ["", "## Headline speed-ups (> 1: faster than torch)", "", "| comparison | median | fastest sample |", "|---|---|---|"]
-        for name, (median, best) in headline.items():
-            lines.append(f"| {name} | {median:.2f}x | {best:.2f}x |")
     t = report.get("mlp_train_step")
     if t:
-        lines += [
-            "",
-            "## MLP 784-256-256-10 training step (batch 128, SGD)",
-            "",
-            "| model | ms / step |",
-            "|---|---|",
-        ]
+        lines += ["", "## MLP 784-256-256-10 training step (batch 128, SGD)", "", "| model | ms / step |", "|---|---|"]
         for name, ms in t["ms_per_step"].items():
             lines.append(f"| {name} | {ms:.3f} |")
-        lines += [
-            "",
-            f"LinearLayer / nn.Linear time: **{t['linearlayer_over_nn_linear']:.2f}x** "
-            f"(same loss curve: {t['same_loss_curve']})",
-        ]
+        lines += ["", f"LinearLayer / nn.Linear time: **{t['linearlayer_over_nn_linear']:.2f}x** (same loss curve: {t['same_loss_curve']})"]
+    if report.get("targets"):
+        lines += ["", "## Targets", ""] + [f"- {format_target(t)}" for t in report["targets"]]
     return "\n".join(lines) + "\n"
-
-
-def headline_ratios(report: dict) -> dict[str, tuple[float, float]]:
-    """The targets: speed-ups over torch (>1 is faster) at the largest square
-    size and for the MLP step, from the median and from the fastest round."""
-    out = {}
-    fwd = [r for r in report["results"] if r["kind"] == "forward" and r["m"] == r["k"] == r["n"]]
-    best_name = "register_blocked" if report["device"] == "cuda" else "packed_avx512"
-    for r in fwd:
-        v, t = r["variants"].get(best_name) or r["variants"].get("packed_avx2"), r["variants"].get("torch.mm")
-        if v and t and "gflops" in v and r["m"] in (1024, 4096):
-            out[f"{best_name} vs torch.mm, forward {r['m']}^3"] = (v["vs_torch"], v["best_gflops"] / t["best_gflops"])
-    t = report.get("mlp_train_step")
-    if t:
-        out["MLP train step: nn.Linear time / LinearLayer time"] = (
-            t["ms_per_step"]["nn.Linear"] / t["ms_per_step"]["LinearLayer"],
-            t["best_ms_per_step"]["nn.Linear"] / t["best_ms_per_step"]["LinearLayer"],
-        )
-    return out
 
 
 def run_device(device: str, quick: bool) -> dict:
@@ -349,6 +457,9 @@ def run_device(device: str, quick: bool) -> dict:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         sizes = [512, 1024] if quick else [256, 512, 1024, 2048, 4096]
+    machine = machine_description(device, peak_seconds=0.05 if quick else 0.2)
+    print(f"[{device}] {machine['id']}: {machine_label(machine)}; measured FMA peak (GFLOP/s, threads): "
+          + ", ".join(f"{isa} {peaks}" for isa, peaks in machine["fma_peak_gflops"].items()), flush=True)
     results = []
     shapes = [(s, s, s) for s in sizes] + [(b, i, o) for b, i, o in MLP_SHAPES]
     for kind in ("forward", "backward"):
@@ -356,26 +467,35 @@ def run_device(device: str, quick: bool) -> dict:
             row = bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer)
             results.append(row)
             summary = "  ".join(
-                f"{name} {v['gflops']:.0f}" + (f" ({v['vs_torch']:.2f}x)" if v.get("vs_torch") and name != "torch.mm" else "")
+                f"{name} {v['gflops']:.0f}" + (f" ({v['vs_torch']:.2f}x)" if "vs_torch" in v and name != "torch.mm" else "")
                 if "gflops" in v else f"{name} FAILED CHECK"
                 for name, v in row["variants"].items()
             )
             print(f"[{device}] {kind:8s} {m}x{k}x{n}: {summary}", flush=True)
-    train = mlp_train_step(device, rounds=5 if quick else 11, steps_per_round=10 if quick else 20, timer=timer)
+    train = mlp_train_step(device, rounds=5 if quick else 15, steps_per_round=10 if quick else 20, timer=timer)
     print(
         f"[{device}] MLP train step: LinearLayer {train['ms_per_step']['LinearLayer']:.3f} ms, "
         f"nn.Linear {train['ms_per_step']['nn.Linear']:.3f} ms -> {train['linearlayer_over_nn_linear']:.2f}x",
         flush=True,
     )
-    return {
+    report = {
+        "format": FORMAT,
         "device": device,
         "quick": quick,
         "rounds": rounds,
         "target_ms": target_s * 1e3,
-        "machine": machine_description(device),
+        "machine": machine,
         "results": results,
         "mlp_train_step": train,
     }
+    if device == "cpu":
+        add_peak_shares(report)
+        report["targets"] = cpu_targets(report)
+        for t in report["targets"]:
+            print(f"[{device}] target: {format_target(t)}", flush=True)
+    if hasattr(os, "getloadavg"):  # other work on the machine skews every number
+        report["machine"]["load_average_1_5_15min"] = [round(x, 2) for x in os.getloadavg()]
+    return report
 
 
 def main(argv=None) -> int:
@@ -383,11 +503,10 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds (about a minute)")
     parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")
     parser.add_argument("--out-dir", type=Path, help="default: bench/results (full) or bench/_scratch (quick)")
-    parser.add_argument("--threads", type=int, help="CPU threads (default: torch's, all cores); adds a suffix to the file names")
+    parser.add_argument("--threads", type=int, help="CPU threads for torch, mylinearops and numpy (default: all cores)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    suffix = f"_{args.threads}threads" if args.threads else ""
     out_dir = args.out_dir or (HERE / ("_scratch" if args.quick else "results"))
     out_dir.mkdir(parents=True, exist_ok=True)
     devices = ["cpu", "cuda"] if args.device == "all" else [args.device]
@@ -399,7 +518,7 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     for device in devices:
         report = run_device(device, args.quick)
-        stem = out_dir / f"matmul_{device}{suffix if device == 'cpu' else ''}"
+        stem = out_dir / report["machine"]["id"]
         stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
         stem.with_suffix(".md").write_text(markdown(report))
         print(f"wrote {stem}.json and .md")

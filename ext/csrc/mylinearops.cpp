@@ -277,6 +277,12 @@ double cpu_fma_peak(c10::string_view isa, int64_t threads, double seconds) {
   return 0;
 }
 
+double cpu_clock_ghz(double seconds) {
+  TORCH_CHECK_VALUE(
+      seconds > 0 && seconds <= 10, "mylinearops.cpu_clock_ghz: seconds must be in (0, 10], got ", seconds);
+  return cpu::measured_clock_ghz(seconds);
+}
+
 } // namespace
 
 // [book:schemas]
@@ -287,6 +293,7 @@ TORCH_LIBRARY(mylinearops, m) {
   m.def("cpu_info() -> str", &cpu_info);
   m.def("cpu_fma_peak(str isa, int threads, float seconds=0.05) -> float", &cpu_fma_peak);
   m.def("cpu_last_gemm_plan() -> str", &cpu_last_gemm_plan);
+  m.def("cpu_clock_ghz(float seconds=0.02) -> float", &cpu_clock_ghz);
 }
 
 TORCH_LIBRARY_IMPL(mylinearops, CPU, m) {

@@ -8,6 +8,7 @@ they work with ``torch.compile``. The public API:
     mylinearops.linearop(X, W, b=None, algo="auto")  # X (..., in) @ W (in, out) + b
     mylinearops.LinearLayer(in_features, out_features, bias=True)
     mylinearops.available_algos("cpu")             # kernel variants for algo=
+    mylinearops.cpu_info()                         # caches, micro-kernel choice, cache blocks
 
 Loading: ``import mylinearops`` loads the compiled extension ``mylinearops._C``
 built by ``pip install --no-build-isolation ./ext``. With ``MYLINEAROPS_JIT=1``
@@ -54,7 +55,22 @@ def _load_library() -> str:
 
 _LOADED_FROM = _load_library()
 
+from .machine import cpu_clock_ghz, cpu_identity, cpu_info, fma_peak_gflops, last_gemm_plan, machine_id  # noqa: E402
 from .modules import LinearLayer  # noqa: E402
 from .ops import ALGOS, available_algos, build_info, linearop, matmul  # noqa: E402
 
-__all__ = ["ALGOS", "LinearLayer", "available_algos", "build_info", "jit", "linearop", "matmul"]
+__all__ = [
+    "ALGOS",
+    "LinearLayer",
+    "available_algos",
+    "build_info",
+    "cpu_clock_ghz",
+    "cpu_identity",
+    "cpu_info",
+    "fma_peak_gflops",
+    "jit",
+    "last_gemm_plan",
+    "linearop",
+    "machine_id",
+    "matmul",
+]

@@ -5,9 +5,9 @@ The C++ library (csrc/mylinearops.cpp) registers two operators:
     mylinearops::matmul(Tensor A, Tensor B, str algo="auto") -> Tensor
     mylinearops::linearop(Tensor X, Tensor W, Tensor? b=None, str algo="auto") -> Tensor
 
-with CPU and CUDA kernels. This module adds what the dispatcher needs besides
-kernels: a fake implementation (shapes only, for torch.compile and meta
-tensors) and an autograd formula built from the same operators.
+with CPU and CUDA kernels, and their autograd formulas (csrc/autograd.cpp).
+This module adds the Python API around them and a fake implementation
+(shapes only, for torch.compile and meta tensors).
 """
 
 from __future__ import annotations

@@ -30,20 +30,42 @@ def test_bench_pieces_produce_a_report(bench):
         for name, v in row["variants"].items():
             assert not v.get("failed_check"), name
             assert v["gflops"] > 0 and v["max_error_per_sqrt_k"] < 1e-4
+    assert "numpy" in rows[0]["variants"] and "vs_numpy" in rows[0]["variants"]["auto"]
     train = bench.mlp_train_step("cpu", rounds=1, steps_per_round=1, timer=timer)
     assert train["same_loss_curve"] and train["linearlayer_over_nn_linear"] > 0
+    machine = bench.machine_description("cpu", peak_seconds=0.002)
     report = {
         "device": "cpu",
         "quick": True,
         "rounds": 1,
         "target_ms": 0.1,
-        "machine": bench.machine_description("cpu"),
+        "machine": machine,
         "results": rows,
         "mlp_train_step": train,
     }
+    bench.add_peak_shares(report)
+    report["targets"] = bench.cpu_targets(report)
     text = bench.markdown(report)
     assert "| 9 x 17 x 5 |" in text and "blocked" in text
     assert "LinearLayer / nn.Linear time" in text
+    assert "Measured FP32 FMA peak" in text and "generic" in machine["fma_peak_gflops"]
+    assert 0 < rows[0]["variants"]["auto"]["pct_of_peak"]
+    # the results file is named after the machine: vendor, family, model, threads
+    cpu = machine["cpu"]
+    assert machine["id"] == f"cpu-{cpu['vendor']}-f{cpu['family']}-m{cpu['model']}-{machine['threads']}t"
+
+
+def test_targets_are_judged_from_the_1024_row(bench):
+    def variant(vs_torch, vs_numpy, share):
+        return {"gflops": 1.0, "vs_torch": vs_torch, "vs_numpy": vs_numpy, "pct_of_peak": share}
+
+    report = {
+        "results": [{"kind": "forward", "m": 1024, "k": 1024, "n": 1024, "variants": {"auto": variant(1.02, 0.85, 0.8)}}],
+        "mlp_train_step": {"linearlayer_over_nn_linear": 1.1},
+    }
+    verdicts = {t["name"].split(",")[0]: t["met"] for t in bench.cpu_targets(report)}
+    assert verdicts == {"auto vs torch.mm": True, "auto vs numpy": False, "auto": True, "MLP train step": False}
+    assert all("target" in bench.format_target(t) for t in bench.cpu_targets(report))
 
 
 def test_bench_rejects_a_wrong_kernel(bench, monkeypatch):

@@ -38,7 +38,7 @@ struct CacheSizes {
 const CacheSizes& cache_sizes();
 
 // Cache blocks for a micro-kernel of mr x nr elements of `bytes` each:
-// a kc x nr panel of B in L1, an mc x kc block of A in L2, a kc x nc block
+// a kc x nr panel of B and an mc x kc block of A in L2, a kc x nc block
 // of B in L3 (cpu_features.cpp says how). kc and nc are upper bounds: the
 // driver splits k and n into equal blocks no larger than them.
 struct Blocking {
@@ -64,5 +64,10 @@ constexpr double kAvx512MinSpeedup = 1.3;
 // traffic) on `threads` threads: the compute ceiling of `isa` on this machine.
 // Each thread runs for about `seconds`; the best of three runs is returned.
 double fma_peak_gflops(Isa isa, int threads, double seconds);
+
+// The clock of one busy core in GHz, measured with a chain of dependent
+// integer additions (one per cycle on x86-64), best of five runs of about
+// `seconds` each. 0 where it cannot be measured (not x86-64).
+double measured_clock_ghz(double seconds);
 
 } // namespace mylinearops::cpu

@@ -1,0 +1,135 @@
+"""What the CPU kernels know and measure about the machine they run on.
+
+The packed CPU kernel adapts to the running CPU instead of carrying constants
+tuned on one: cache sizes come from the operating system, the micro-kernel's
+instruction set from a measurement, and the compute ceiling of each
+instruction set is measured too. These functions expose all of that:
+
+    mylinearops.cpu_info()                 # caches, preferred micro-kernel and why, cache blocks
+    mylinearops.fma_peak_gflops("avx2", 2) # measured FP32 FMA throughput on 2 threads
+    mylinearops.cpu_clock_ghz()            # measured clock of a busy core
+    mylinearops.last_gemm_plan()           # what the last `packed` product on this thread did
+    mylinearops.cpu_identity()             # vendor, family, model, core name, vector flags
+
+Environment switches (read once per process, before the first product):
+
+``MYLINEAROPS_ISA``       ``auto`` (default), ``avx512``, ``avx2`` or ``generic``: the widest
+                          instruction set the CPU kernels may use. ``avx2`` makes an AVX-512
+                          CPU behave like one without it (like PyTorch's ATEN_CPU_CAPABILITY).
+``MYLINEAROPS_BLOCKING``  ``kc,mc,nc``: replace the cache blocks derived from the caches
+                          (for experiments).
+"""
+
+from __future__ import annotations
+
+import platform
+
+import torch
+
+__all__ = ["cpu_clock_ghz", "cpu_identity", "cpu_info", "fma_peak_gflops", "last_gemm_plan", "machine_id"]
+
+_ops = torch.ops.mylinearops
+
+
+def _parse(text: str) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in text.split(";"):
+        key, _, value = item.partition("=")
+        for kind in (int, float):
+            try:
+                out[key] = kind(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = value
+    return out
+
+
+def cpu_info() -> dict[str, object]:
+    """Cache sizes (bytes) and their source, the MYLINEAROPS_ISA cap, the micro-kernel
+    `packed` prefers and why, and each micro-kernel's register tile and cache blocks
+    (``blocking["avx2"] == {"mr": 6, "nr": 16, "kc": ..., "mc": ..., "nc": ...}``, float32)."""
+    raw = _parse(_ops.cpu_info())
+    info: dict[str, object] = {k: v for k, v in raw.items() if not k.startswith("blocking_")}
+    info["blocking"] = {
+        key.removeprefix("blocking_"): dict(zip(("mr", "nr", "kc", "mc", "nc"), map(int, str(value).split(","))))
+        for key, value in raw.items()
+        if key.startswith("blocking_")
+    }
+    return info
+
+
+def fma_peak_gflops(isa: str, threads: int | None = None, seconds: float = 0.05) -> float:
+    """Measured FP32 GFLOP/s of a loop of independent vector FMAs using `isa` ("avx512",
+    "avx2" or "generic") on `threads` threads (default: torch.get_num_threads()), best of
+    three runs of about `seconds` each: the compute ceiling of that instruction set here."""
+    return _ops.cpu_fma_peak(isa, torch.get_num_threads() if threads is None else threads, seconds)
+
+
+def cpu_clock_ghz(seconds: float = 0.02) -> float:
+    """Measured clock of one busy core, in GHz (0.0 where it cannot be measured)."""
+    return _ops.cpu_clock_ghz(seconds)
+
+
+def last_gemm_plan() -> dict[str, object]:
+    """What the last `packed` (or `auto`) CPU product on this thread did: micro-kernel,
+    cache blocks, thread grid, whether A and B were packed and how many elements of each
+    were copied into panels."""
+    plan = _parse(_ops.cpu_last_gemm_plan())
+    for key in ("pack_a", "pack_b"):
+        plan[key] = bool(plan[key])
+    return plan
+
+
+# AMD's family/model numbering of its cores (family 17h: Zen to Zen 2, 19h: Zen 3 and
+# Zen 4, 1Ah: Zen 5), for labels only: no kernel decision is derived from it.
+_AMD_CORES = [
+    (0x17, range(0x00, 0x30), "Zen / Zen+"),
+    (0x17, range(0x30, 0x100), "Zen 2"),
+    (0x19, range(0x00, 0x10), "Zen 3"),
+    (0x19, range(0x10, 0x20), "Zen 4"),
+    (0x19, range(0x20, 0x60), "Zen 3"),
+    (0x19, range(0x60, 0x80), "Zen 4"),
+    (0x19, range(0xA0, 0xB0), "Zen 4"),
+    (0x1A, range(0x00, 0x100), "Zen 5"),
+]
+_VECTOR_FLAGS = ("sse2", "avx", "fma", "avx2", "avx512f", "avx512vl", "avx512bw", "avx512_bf16", "amx_tile")
+
+
+def cpu_identity() -> dict[str, object]:
+    """The CPU as /proc/cpuinfo describes its first processor: vendor ("amd", "intel"),
+    family, model, stepping, model name, the core's name where known (AMD: "Zen 4"...) and
+    its vector-instruction flags. Two CPUs with the same flags can differ twofold in peak
+    (Zen 4 runs AVX-512 on 256-bit units, Zen 5 on 512-bit ones): family and model tell
+    them apart, the flags do not."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor is enough
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+    except OSError:
+        pass
+    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(fields.get("vendor_id", ""), platform.machine())
+    family, model = int(fields.get("cpu family", 0) or 0), int(fields.get("model", 0) or 0)
+    flags = set(fields.get("flags", "").split())
+    core = next((name for fam, models, name in _AMD_CORES if vendor == "amd" and fam == family and model in models), None)
+    return {
+        "vendor": vendor,
+        "family": family,
+        "model": model,
+        "stepping": int(fields.get("stepping", 0) or 0),
+        "model_name": fields.get("model name", platform.processor()),
+        "core": core,
+        "flags": [flag for flag in _VECTOR_FLAGS if flag in flags],
+    }
+
+
+def machine_id(threads: int | None = None) -> str:
+    """A short name for this CPU and thread count, e.g. "cpu-amd-f25-m1-2t": the name of
+    its benchmark results file, so that no run overwrites another machine's results."""
+    cpu = cpu_identity()
+    return f"cpu-{cpu['vendor']}-f{cpu['family']}-m{cpu['model']}-{threads or torch.get_num_threads()}t"

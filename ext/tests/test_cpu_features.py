@@ -1,0 +1,164 @@
+"""What the CPU kernel learns about the machine, and the switches that override it.
+
+Cache sizes come from the operating system, the micro-kernel from a measurement (or
+MYLINEAROPS_ISA), the blocking from the caches (or MYLINEAROPS_BLOCKING), and the packed
+driver packs each operand at most once per call. Environment switches are read once per
+process, so those tests run a child process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import mylinearops
+
+from conftest import assert_close_to_reference, reference
+
+EXT_DIR = Path(__file__).resolve().parent.parent
+
+
+def run_child(code: str, **env: str) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh Python that imports the same mylinearops as this process."""
+    child_env = {**os.environ, **env}
+    if mylinearops.build_info()["loaded_from"] == "jit":  # the child must find the same build
+        child_env.setdefault("PYTHONPATH", str(EXT_DIR))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=child_env)
+
+
+def test_cache_sizes_come_from_the_os_and_set_the_blocks():
+    info = mylinearops.cpu_info()
+    assert info["cache_source"] in ("sysfs", "sysconf", "default")
+    assert 0 < info["l1d_bytes"] < info["l2_bytes"] <= info["l3_bytes"]
+    if Path("/sys/devices/system/cpu/cpu0/cache/index0/size").exists():
+        assert info["cache_source"] == "sysfs"
+    for isa, b in info["blocking"].items():
+        panel_bytes = b["kc"] * b["nr"] * 4  # float32 kc x NR panel of B: a quarter of L2
+        assert panel_bytes <= info["l2_bytes"] // 4 or b["kc"] == 64, isa
+        assert b["kc"] % 16 == 0 and b["mc"] % b["mr"] == 0 and b["nc"] % b["nr"] == 0
+        assert b["mc"] * b["kc"] * 4 <= info["l2_bytes"] // 2 or b["mc"] == b["mr"], isa
+
+
+def test_preferred_microkernel_is_usable_and_explained():
+    info = mylinearops.cpu_info()
+    assert info["preferred_isa"] in mylinearops.build_info()["cpu_microkernels"]
+    assert info["preferred_reason"]
+    if {"avx512", "avx2"} <= set(mylinearops.build_info()["cpu_microkernels"]) and info["isa_cap"] == "none":
+        assert info["preferred_reason"].startswith("calibrated")
+        assert info["calibration_avx512_gflops"] > 0 and info["calibration_avx2_gflops"] > 0
+
+
+def test_plan_packs_each_operand_once_per_call():
+    torch.set_num_threads(2)
+    m = k = n = 700  # several kc blocks and mc blocks, more rows than the small-matrix path takes
+    A, B = torch.randn(m, k), torch.randn(k, n)
+    C = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    assert plan["pack_a"] and plan["pack_b"] and plan["threads"] == 2
+    assert plan["a_elements_packed"] == m * k  # every element of A copied once, by one thread
+    assert plan["b_elements_packed"] == k * n  # and B too: shared by the threads, not copied per thread
+    assert_close_to_reference(C, reference(A, B), k)
+
+
+def test_small_products_read_operands_in_place():
+    A, B = torch.randn(128, 300), torch.randn(300, 96)  # the MLP's batch of 128: few rows of C
+    mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    assert not plan["pack_a"] and not plan["pack_b"]
+    assert plan["b_elements_packed"] == 0
+    assert plan["a_elements_packed"] == (128 % mylinearops.cpu_info()["blocking"][plan["microkernel"]]["mr"]) * 300 * plan["col_groups"]
+
+
+@pytest.mark.parametrize("shape", [(700, 650, 300), (128, 784, 256), (37, 1000, 21)])
+def test_results_do_not_depend_on_the_thread_count(shape):
+    # Threads split C, never a sum over k: every element is accumulated in the same order.
+    m, k, n = shape
+    A, B = torch.randn(m, k), torch.randn(k, n)
+    results = []
+    for threads in (1, 2, 3):
+        torch.set_num_threads(threads)
+        results.append(mylinearops.matmul(A, B))
+    torch.set_num_threads(2)
+    assert all(torch.equal(results[0], r) for r in results[1:])
+
+
+def test_fma_peak_and_clock_are_measured():
+    isas = mylinearops.build_info()["cpu_microkernels"]
+    peaks = {isa: mylinearops.fma_peak_gflops(isa, 1, seconds=0.01) for isa in isas}
+    assert all(p > 0 for p in peaks.values())
+    if "avx2" in peaks:  # 8-wide FMAs against 4-wide multiply + add: well over 1.3x
+        assert peaks["avx2"] > 1.3 * peaks["generic"]
+    clock = mylinearops.cpu_clock_ghz()
+    assert clock == 0.0 or 0.5 < clock < 7.0
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: mylinearops.fma_peak_gflops("sse9"), "unknown instruction set 'sse9'"),
+        (lambda: mylinearops.fma_peak_gflops("generic", 0), "threads must be at least 1"),
+        (lambda: mylinearops.fma_peak_gflops("generic", 1, seconds=-1), "seconds must be in (0, 10]"),
+        (lambda: mylinearops.cpu_clock_ghz(100), "seconds must be in (0, 10]"),
+    ],
+)
+def test_measurement_errors_name_the_problem(call, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        call()
+
+
+CHILD_REPORT = """
+import json, torch, mylinearops
+torch.manual_seed(0)
+A, B = torch.randn(300, 200), torch.randn(200, 100)
+C = mylinearops.matmul(A, B)
+print(json.dumps({"algos": mylinearops.available_algos("cpu"), "info": mylinearops.cpu_info(),
+                  "plan": mylinearops.last_gemm_plan(),
+                  "max_error": (C.double() - A.double() @ B.double()).abs().max().item()}))
+"""
+
+
+def test_isa_switch_makes_the_cpu_look_narrower():
+    out = run_child(CHILD_REPORT, MYLINEAROPS_ISA="generic")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.splitlines()[-1])
+    assert report["info"]["isa_cap"] == "generic" and report["info"]["preferred_isa"] == "generic"
+    assert report["info"]["preferred_reason"] == "MYLINEAROPS_ISA=generic"
+    assert not any(a in report["algos"] for a in ("packed_avx2", "packed_avx512"))
+    assert report["plan"]["microkernel"] == "generic" and report["max_error"] < 1e-3
+
+
+@pytest.mark.skipif("avx2" not in mylinearops.build_info()["cpu_microkernels"], reason="this CPU has no AVX2")
+def test_isa_switch_rejects_an_excluded_kernel_by_name():
+    out = run_child(
+        "import torch, mylinearops; mylinearops.matmul(torch.ones(2, 2), torch.ones(2, 2), algo='packed_avx2')",
+        MYLINEAROPS_ISA="generic",
+    )
+    assert out.returncode != 0
+    assert "algo 'packed_avx2' needs a CPU instruction set this CPU (or build) lacks or MYLINEAROPS_ISA=generic excludes" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        ("MYLINEAROPS_ISA", "sse9", "MYLINEAROPS_ISA='sse9' is not one of auto, avx512, avx2, generic"),
+        ("MYLINEAROPS_BLOCKING", "256,x", "MYLINEAROPS_BLOCKING='256,x' is not three positive integers kc,mc,nc"),
+    ],
+)
+def test_bad_switch_values_are_named(variable, value, message):
+    out = run_child("import torch, mylinearops; mylinearops.matmul(torch.ones(80, 80), torch.ones(80, 80))", **{variable: value})
+    assert out.returncode != 0 and message in out.stderr
+
+
+def test_blocking_switch_overrides_the_cache_blocks():
+    out = run_child(CHILD_REPORT, MYLINEAROPS_BLOCKING="64,48,128")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.splitlines()[-1])
+    # k = 200 in blocks of at most 64, split evenly: 4 blocks of 56 (rounded up to 8)
+    assert report["plan"]["kc"] == 56 and report["plan"]["nc"] <= 128 and report["max_error"] < 1e-3
