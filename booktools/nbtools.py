@@ -155,6 +155,8 @@ def typed_figures(nb) -> list[str]:
         if cell.cell_type != "markdown":
             continue
         for line in _NOT_PROSE.sub(" ", cell.source).splitlines():
+            if line.lstrip().startswith(">"):  # a quotation (the notes' own claims), not ours
+                continue
             match = _MEASURED_FIGURE.search(line)
             if match:
                 found.append(f"cell {i}: ...{line[max(0, match.start() - 40):match.end() + 20].strip()}...")
