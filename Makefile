@@ -4,6 +4,7 @@
 #
 #   make book                      build the website into _build/html (the main job)
 #   make test                      run every test: unit tests, extension tests, strict nbval
+#   make test-avx2                 strict nbval of every notebook as on a CPU without AVX-512
 #   make refresh                   re-execute all notebooks and store their outputs
 #   make notebook NB=chapters/tensors.ipynb   execute one notebook, store and check its outputs
 #   make sync                      rewrite the Colab bootstrap cell in every notebook
@@ -20,7 +21,12 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book test refresh notebook sync check bench clean
+.PHONY: setup book test test-avx2 refresh notebook sync check bench clean
+
+# What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
+# kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
+# not depend on it.
+AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 MYLINEAROPS_ISA=avx2
 
 setup: $(STAMP) $(EXT_STAMP)
 
@@ -43,6 +49,9 @@ book: setup
 
 test: setup
 	$(PY) -m pytest
+
+test-avx2: setup
+	$(AVX2_ONLY) $(PY) -m pytest chapters
 
 refresh: setup
 	$(PY) -m booktools.nbtools refresh

@@ -229,23 +229,25 @@ struct GemmPlan {
 thread_local GemmPlan last_plan;
 
 // [book:cpu-packed-kernel]
-// The BLIS loop nest, with the threads of one OpenMP team:
-//   for each kc x nc block of B (jc, pc loops):
-//     all threads pack it together, once per call, into a shared buffer;
-//     barrier;
+// The BLIS loop nest, run by one OpenMP team whose threads split C into a
+// grid of row groups x column groups (thread_grid above):
+//   for each kc x nc block of B (the jc and pc loops):
+//     the threads of a column group pack its panels of B once, together,
+//     into a buffer they share; barrier (only if row groups share it);
 //     each thread, for each mc-row block of its own rows of C:
-//       packs that mc x kc block of A (private, stays in its L2),
-//       runs the micro-kernel over its MR x NR tiles: the kc x NR panel of
-//       B stays in L1 while the loop walks down the A panels.
+//       packs that mc x kc block of A (private: it stays in its L2),
+//       runs the micro-kernel over its MR x NR tiles, walking down the A
+//       panels for each kc x NR panel of B.
 // Two B buffers alternate, so one barrier per block suffices: a thread can
 // pack block s+1 only after every thread has finished computing block s-1.
+// Products with few rows skip the packing (see "What to pack").
 template <typename T>
 void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
   const int MR = uk.mr, NR = uk.nr;
   const int64_t m = g.m, n = g.n, k = g.k;
   // Cache blocks from this CPU's caches; k and n split into equal blocks
-  // (k = 784 becomes 264 + 264 + 256, not 384 + 384 + 16: a thin last block
-  // wastes a whole pass over C).
+  // (with kc = 1024, k = 1100 becomes 552 + 548, not 1024 + 76: a thin last
+  // block would cost a whole pass over C for little work).
   const cpu::Blocking blocks = cpu::blocking_for(MR, NR, sizeof(T));
   const int64_t mc_max = blocks.mc;
   // Fewer rows than this: read A and B in place (see "What to pack" below).
