@@ -1,5 +1,8 @@
 """Timing for the kernel chapters: interleaved rounds, medians, GFLOP/s and a simple roofline.
 
+(The compute ceilings and the clock are measured by the extension itself:
+`mylinearops.fma_peak_gflops`, `mylinearops.cpu_clock_ghz`.)
+
 A single timing on a shared, noisy 2-core machine says little. `interleaved_medians` runs every
 variant once per round, so a burst of load from another process hits all variants alike, and
 reports the median over rounds. On the CPU every call is timed on its own (an OpenMP region
@@ -69,55 +72,6 @@ def matmul_flops(m: int, k: int, n: int) -> int:
 def matmul_intensity(m: int, k: int, n: int, bytes_per_element: int = 4) -> float:
     """FLOPs per byte if A and B are read once and C written once: the best any kernel can do."""
     return matmul_flops(m, k, n) / (bytes_per_element * (m * k + k * n + m * n))
-
-
-_CLOCK_PROGRAM = r"""
-#include <stdio.h>
-#include <time.h>
-/* A chain of dependent integer additions: each needs the previous result, and an x86 core
-   completes one such addition per clock cycle, so additions per second = cycles per second. */
-int main(void) {
-  const long iterations = 50000000;
-  double best = 1e9;
-  for (int rep = 0; rep < 5; ++rep) {
-    long x = 0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (long i = 0; i < iterations; ++i) {
-      __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                       "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (s < best) best = s;
-  }
-  printf("%.4f\n", 8.0 * (double)iterations / best / 1e9);
-  return 0;
-}
-"""
-
-
-def cpu_clock_ghz() -> float:
-    """The clock of one busy core in GHz, measured (x86-64 only), best of five runs.
-
-    Virtual machines often report only the base clock in /proc/cpuinfo; under load the core
-    may run faster (boost), which is the clock the kernels actually get.
-    """
-    import os
-    import platform
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        raise RuntimeError(f"cpu_clock_ghz uses x86-64 instructions; this machine is {platform.machine()}")
-    cc = os.environ.get("CC", "cc")
-    with tempfile.TemporaryDirectory() as tmp:
-        source, exe = Path(tmp) / "clock.c", Path(tmp) / "clock"
-        source.write_text(_CLOCK_PROGRAM)
-        subprocess.run([cc, "-O1", "-o", str(exe), str(source)], check=True, capture_output=True)
-        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True)
-    return float(out.stdout)
 
 
 def copy_bandwidth(megabytes: int = 256, rounds: int = 5) -> float:
