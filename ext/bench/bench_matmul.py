@@ -222,9 +222,23 @@ def forward_variants(device: str, n_flops: float, quick: bool) -> dict:
             algos.remove("reference")  # seconds per call beyond 512^3
         if quick:
             algos = [a for a in algos if a in ("reference", "blocked", "auto", "packed_avx2", "packed_avx512")]
-        return {**{a: a for a in algos}, "torch.mm": "torch.mm", "numpy": "numpy"}
+        return {**{a: a for a in algos}, "torch.mm": "torch.mm", "numpy": "numpy", ROOF: ROOF}
     algos = [a for a in mylinearops.available_algos("cuda") if a != "auto"]
     return {**{a: a for a in algos}, "torch.mm": "torch.mm"}
+
+
+# The FMA-throughput loop of the widest instruction set, run for about as many FLOPs as the
+# product and timed in the same interleaved rounds: the roof under the same conditions as the
+# kernels, so that a share of it compares medians with a median.
+ROOF = "fma_loop"
+
+
+def roof_call(flops: float):
+    """A call of the widest ISA's FMA loop doing about `flops` FLOPs; returns (fn, its FLOPs)."""
+    isa, threads = mylinearops.build_info()["cpu_microkernels"][0], torch.get_num_threads()
+    per_iteration = torch.ops.mylinearops.cpu_fma_loop(isa, threads, 1)
+    iterations = max(1, round(flops / per_iteration))
+    return (lambda: torch.ops.mylinearops.cpu_fma_loop(isa, threads, iterations)), per_iteration * iterations
 
 
 def backward_variants(device: str, n_flops: float) -> dict:
@@ -244,9 +258,14 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer):
     flops = 2.0 * m * n * k
     rows = {}
     fns = {}
+    roof_flops = 0.0
     if kind == "forward":
         A_np, B_np = (A.numpy(), B.numpy()) if device == "cpu" else (None, None)
         for name, algo in forward_variants(device, flops, quick).items():
+            if algo == ROOF:  # not a product: nothing to check
+                fns[name], roof_flops = roof_call(flops)
+                rows[name] = {}
+                continue
             if algo == "torch.mm":
                 fn = lambda: torch.mm(A, B)  # noqa: E731
             elif algo == "numpy":
@@ -279,10 +298,15 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer):
     medians = {name: statistics.median(ss) for name, ss in samples.items()}
     for name, ss in samples.items():
         s = medians[name]
-        rows[name].update(ms=s * 1e3, gflops=flops / s / 1e9, best_gflops=flops / ss[0] / 1e9)
+        done = roof_flops if name == ROOF else flops
+        rows[name].update(ms=s * 1e3, gflops=done / s / 1e9, best_gflops=done / ss[0] / 1e9)
+        if name == ROOF:
+            continue
         for base, key in (("torch.mm", "vs_torch"), ("numpy", "vs_numpy")):  # > 1: faster than the library
             if base in medians:
                 rows[name][key] = medians[base] / s
+        if ROOF in medians:  # share of the FMA loop timed in the same rounds
+            rows[name]["pct_of_roof_same_rounds"] = rows[name]["gflops"] / (roof_flops / medians[ROOF] / 1e9)
     return {"kind": kind, "m": m, "k": k, "n": n, "variants": rows}
 
 
@@ -360,10 +384,15 @@ def cpu_targets(report: dict) -> list[dict]:
         for key, label in [
             ("vs_torch", "auto vs torch.mm, forward 1024^3 (speed ratio)"),
             ("vs_numpy", "auto vs numpy, forward 1024^3 (speed ratio)"),
-            ("pct_of_peak", "auto, forward 1024^3, share of the measured FMA peak"),
+            ("pct_of_roof_same_rounds", "auto, forward 1024^3, share of the measured FMA peak (loop timed in the same rounds)"),
         ]:
             if key in v:
-                out.append({"name": label, "value": v[key], "target": TARGETS[key], "met": v[key] >= TARGETS[key]})
+                target = TARGETS["pct_of_peak" if key.startswith("pct") else key]
+                out.append({"name": label, "value": v[key], "target": target, "met": v[key] >= target})
+        if "pct_of_peak" in v:  # for reference: against the best of three runs before the benchmark
+            out.append({"name": "auto, forward 1024^3, share of the measured FMA peak (best of 3, before the run)",
+                        "value": v["pct_of_peak"], "target": TARGETS["pct_of_peak"],
+                        "met": v["pct_of_peak"] >= TARGETS["pct_of_peak"]})
     t = report.get("mlp_train_step")
     if t:
         ratio = t["linearlayer_over_nn_linear"]

@@ -260,21 +260,35 @@ std::string cpu_info() {
   return out.str();
 }
 
-double cpu_fma_peak(c10::string_view isa, int64_t threads, double seconds) {
+// An instruction-set name from Python, checked: known, and usable here.
+cpu::Isa usable_isa(const char* op, c10::string_view isa) {
   for (cpu::Isa candidate : cpu::kAllIsas) {
     if (isa == cpu::isa_name(candidate)) {
       TORCH_CHECK_VALUE(
-          cpu::usable(candidate), "mylinearops.cpu_fma_peak: this CPU cannot run ", isa, " code",
+          cpu::usable(candidate), op, ": this CPU cannot run ", isa, " code",
           cpu::hardware_has(candidate) ? " (MYLINEAROPS_ISA excludes it)" : "",
           "; instruction sets available here: ", cpu_microkernels());
-      TORCH_CHECK_VALUE(threads >= 1, "mylinearops.cpu_fma_peak: threads must be at least 1, got ", threads);
-      TORCH_CHECK_VALUE(
-          seconds > 0 && seconds <= 10, "mylinearops.cpu_fma_peak: seconds must be in (0, 10], got ", seconds);
-      return cpu::fma_peak_gflops(candidate, static_cast<int>(threads), seconds);
+      return candidate;
     }
   }
-  TORCH_CHECK_VALUE(false, "mylinearops.cpu_fma_peak: unknown instruction set '", isa, "'; choose one of avx512, avx2, generic");
-  return 0;
+  TORCH_CHECK_VALUE(false, op, ": unknown instruction set '", isa, "'; choose one of avx512, avx2, generic");
+  return cpu::Isa::Generic; // unreachable
+}
+
+double cpu_fma_peak(c10::string_view isa, int64_t threads, double seconds) {
+  const char* op = "mylinearops.cpu_fma_peak";
+  const cpu::Isa checked = usable_isa(op, isa);
+  TORCH_CHECK_VALUE(threads >= 1, op, ": threads must be at least 1, got ", threads);
+  TORCH_CHECK_VALUE(seconds > 0 && seconds <= 10, op, ": seconds must be in (0, 10], got ", seconds);
+  return cpu::fma_peak_gflops(checked, static_cast<int>(threads), seconds);
+}
+
+int64_t cpu_fma_loop(c10::string_view isa, int64_t threads, int64_t iterations) {
+  const char* op = "mylinearops.cpu_fma_loop";
+  const cpu::Isa checked = usable_isa(op, isa);
+  TORCH_CHECK_VALUE(threads >= 1, op, ": threads must be at least 1, got ", threads);
+  TORCH_CHECK_VALUE(iterations >= 1, op, ": iterations must be at least 1, got ", iterations);
+  return cpu::run_fma_loop(checked, static_cast<int>(threads), iterations);
 }
 
 double cpu_clock_ghz(double seconds) {
@@ -294,6 +308,7 @@ TORCH_LIBRARY(mylinearops, m) {
   m.def("cpu_fma_peak(str isa, int threads, float seconds=0.05) -> float", &cpu_fma_peak);
   m.def("cpu_last_gemm_plan() -> str", &cpu_last_gemm_plan);
   m.def("cpu_clock_ghz(float seconds=0.02) -> float", &cpu_clock_ghz);
+  m.def("cpu_fma_loop(str isa, int threads, int iterations) -> int", &cpu_fma_loop);
 }
 
 TORCH_LIBRARY_IMPL(mylinearops, CPU, m) {

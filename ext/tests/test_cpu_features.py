@@ -89,6 +89,12 @@ def test_results_do_not_depend_on_the_thread_count(shape):
     assert all(torch.equal(results[0], r) for r in results[1:])
 
 
+def test_fma_loop_reports_the_work_it_did():
+    per_iteration = torch.ops.mylinearops.cpu_fma_loop("generic", 1, 1)
+    assert per_iteration == 12 * 4 * 2  # 12 chains of 4-float vectors, 2 FLOPs per multiply-add
+    assert torch.ops.mylinearops.cpu_fma_loop("generic", 1, 1000) == 1000 * per_iteration
+
+
 def test_fma_peak_and_clock_are_measured():
     isas = mylinearops.build_info()["cpu_microkernels"]
     peaks = {isa: mylinearops.fma_peak_gflops(isa, 1, seconds=0.01) for isa in isas}
@@ -106,6 +112,7 @@ def test_fma_peak_and_clock_are_measured():
         (lambda: mylinearops.fma_peak_gflops("generic", 0), "threads must be at least 1"),
         (lambda: mylinearops.fma_peak_gflops("generic", 1, seconds=-1), "seconds must be in (0, 10]"),
         (lambda: mylinearops.cpu_clock_ghz(100), "seconds must be in (0, 10]"),
+        (lambda: torch.ops.mylinearops.cpu_fma_loop("generic", 1, 0), "iterations must be at least 1"),
     ],
 )
 def test_measurement_errors_name_the_problem(call, message):

@@ -259,19 +259,42 @@ const IsaChoice& preferred_isa() {
   return choice;
 }
 
-double fma_peak_gflops(Isa isa, int threads, double seconds) {
+namespace {
+const FmaLoop& checked_fma_loop(Isa isa) {
   if (!usable(isa)) {
     throw std::invalid_argument(
         std::string("mylinearops: this CPU cannot run ") + isa_name(isa) + " code" +
         (hardware_has(isa) ? " (disabled by MYLINEAROPS_ISA)" : ""));
   }
-  const FmaLoop* loop = fma_loop_for(isa);
-  threads = std::max(1, threads);
+  return *fma_loop_for(isa);
+}
+} // namespace
+
+int64_t run_fma_loop(Isa isa, int threads, int64_t iterations) {
+  const FmaLoop& loop = checked_fma_loop(isa);
+  int ran = 1; // the team OpenMP actually gave us, which may be smaller than asked
+#ifdef _OPENMP
+#pragma omp parallel num_threads(std::max(1, threads))
+  {
+#pragma omp single nowait
+    ran = omp_get_num_threads();
+    volatile float sink = loop.fn(iterations, 0.999f, 0.001f);
+    (void)sink;
+  }
+#else
+  volatile float sink = loop.fn(iterations, 0.999f, 0.001f);
+  (void)sink;
+#endif
+  return loop.flops_per_iteration * iterations * ran;
+}
+
+double fma_peak_gflops(Isa isa, int threads, double seconds) {
+  const FmaLoop& loop = checked_fma_loop(isa);
   // Size the loop to about `seconds` on one thread.
   int64_t iterations = 1 << 16;
   for (;;) {
     const auto start = std::chrono::steady_clock::now();
-    volatile float sink = loop->fn(iterations, 0.999f, 0.001f);
+    volatile float sink = loop.fn(iterations, 0.999f, 0.001f);
     (void)sink;
     const double elapsed = seconds_since(start);
     if (elapsed > seconds / 8 || iterations > (int64_t{1} << 40)) {
@@ -284,22 +307,8 @@ double fma_peak_gflops(Isa isa, int threads, double seconds) {
   double best = 0;
   for (int run = 0; run < 3; ++run) {
     const auto start = std::chrono::steady_clock::now();
-#ifdef _OPENMP
-    int ran = 1; // the team OpenMP actually gave us, which may be smaller than asked
-#pragma omp parallel num_threads(threads)
-    {
-#pragma omp single nowait
-      ran = omp_get_num_threads();
-      volatile float sink = loop->fn(iterations, 0.999f, 0.001f);
-      (void)sink;
-    }
-#else
-    volatile float sink = loop->fn(iterations, 0.999f, 0.001f);
-    (void)sink;
-    const int ran = 1;
-#endif
-    const double elapsed = seconds_since(start);
-    best = std::max(best, static_cast<double>(loop->flops_per_iteration) * iterations * ran / elapsed / 1e9);
+    const int64_t flops = run_fma_loop(isa, threads, iterations);
+    best = std::max(best, static_cast<double>(flops) / seconds_since(start) / 1e9);
   }
   return best;
 }

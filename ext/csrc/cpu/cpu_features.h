@@ -65,6 +65,11 @@ constexpr double kAvx512MinSpeedup = 1.3;
 // Each thread runs for about `seconds`; the best of three runs is returned.
 double fma_peak_gflops(Isa isa, int threads, double seconds);
 
+// Runs that loop `iterations` times on `threads` threads, untimed, and returns
+// the FLOPs it did: a benchmark can then time it like any kernel, interleaved
+// with them, so that "share of the peak" compares like with like.
+int64_t run_fma_loop(Isa isa, int threads, int64_t iterations);
+
 // The clock of one busy core in GHz, measured with a chain of dependent
 // integer additions (one per cycle on x86-64), best of five runs of about
 // `seconds` each. 0 where it cannot be measured (not x86-64).
