@@ -7,7 +7,7 @@
 #   make test-avx2                 strict nbval of every notebook as on a CPU without AVX-512
 #   make refresh                   re-execute all notebooks and store their outputs
 #   make notebook NB=chapters/tensors.ipynb   execute one notebook, store and check its outputs
-#   make sync                      rewrite the Colab bootstrap cell in every notebook
+#   make sync                      rewrite the Colab bootstrap cells; write booktools/generated/ from `#| export` cells
 #   make check                     static checks of the committed notebooks
 #   make bench                     benchmark the extension's kernels (ext/bench/results/)
 #   make clean                     remove build outputs (keeps .venv)
