@@ -15,6 +15,7 @@ With no NOTEBOOK arguments, every notebook in chapters/ is processed.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -181,14 +182,76 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT_S) -> nbformat.Note
     return nb
 
 
+def _cpu_description() -> str:
+    """The CPU as a reader would look it up: vendor model name, family/model, vector ISA, cores."""
+    fields, flags = {}, set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "flags" and not flags:
+                flags = set(value.split())
+            elif key in ("model name", "cpu family", "model") and key not in fields:
+                fields[key] = value.strip()
+    except OSError:
+        import platform
+
+        return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    isa = "AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
+    return (f"{fields.get('model name', 'unknown CPU')} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')}; {isa}), {os.cpu_count()} cores")
+
+
+def _gpu_description() -> str | None:
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return None
+    result = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                            capture_output=True, text=True)
+    names = [n.strip() for n in result.stdout.splitlines() if n.strip()] if result.returncode == 0 else []
+    return ", ".join(names) or None
+
+
+def provenance() -> dict:
+    """What produced a notebook's stored outputs. `refresh` writes it into the notebook's
+    metadata (`book.provenance`); the website shows it on the chapter's page (booktools.site)."""
+    import datetime
+    import platform
+    from importlib import metadata
+
+    def version(name):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "python": platform.python_version(),
+        "torch": version("torch"),
+        "cpu": _cpu_description(),
+        "gpu": _gpu_description(),
+        "environment": {k: v for k, v in os.environ.items() if k in AVX2_EMULATION},
+    }
+
+
+# Variables that make the CPU look like one without AVX-512 (`make test-avx2`); a refresh run
+# under them says so in its provenance.
+AVX2_EMULATION = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "MYLINEAROPS_ISA")
+
+
 def refresh(paths: list[Path]) -> None:
     source = bootstrap_cell_source(repository_url())
+    stamp = provenance()
     for path in paths:
         start = time.perf_counter()
         nb = nbformat.read(path, as_version=4)
         if sync_bootstrap(nb, source):
             nbformat.write(nb, path)
         nb = execute_notebook(path)
+        nb.metadata.setdefault("book", {})["provenance"] = stamp
         nbformat.validate(nb)
         nbformat.write(nb, path)
         print(f"refreshed {path.relative_to(REPO_ROOT)} in {time.perf_counter() - start:.1f} s")
@@ -223,6 +286,79 @@ def typed_figures(nb) -> list[str]:
     return found
 
 
+# Exercises (sphinx-exercise): every `{exercise}` has a gated, collapsed solution with the same
+# label right after it, so that its code cells run (and are compared) with the chapter.
+_EXERCISE_LABEL = re.compile(r"^(?::::|```)\{exercise\}[^\n]*\n:label:\s*(\S+)", re.M)
+_SOLUTION_START = re.compile(r"^```\{solution-start\}\s+(\S+)\s*\n((?::\w+:[^\n]*\n)*)", re.M)
+_SOLUTION_END = re.compile(r"^```\{solution-end\}", re.M)
+
+
+def exercise_labels(nb) -> list[str]:
+    return [m.group(1) for cell in nb.cells if cell.cell_type == "markdown"
+            for m in _EXERCISE_LABEL.finditer(cell.source)]
+
+
+def exercise_problems(nb, stem: str) -> list[str]:
+    """Exercises without a solution, solutions without an exercise, unclosed or open solutions."""
+    found, pending, open_solution = [], [], None
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for label in (m.group(1) for m in _EXERCISE_LABEL.finditer(cell.source)):
+            if not label.startswith(f"{stem}-"):
+                found.append(f"cell {i}: exercise label {label!r} does not start with the chapter name {stem!r}-")
+            pending.append(label)
+        start = _SOLUTION_START.search(cell.source)
+        if start:
+            label, options = start.groups()
+            if open_solution:
+                found.append(f"cell {i}: solution {label!r} starts inside solution {open_solution!r}")
+            if label not in pending:
+                found.append(f"cell {i}: solution {label!r} follows no exercise of that label")
+            else:
+                pending.remove(label)
+            if ":class: dropdown" not in options:
+                found.append(f"cell {i}: solution {label!r} is not collapsed (`:class: dropdown`)")
+            open_solution = label
+        if _SOLUTION_END.search(cell.source):
+            if not open_solution:
+                found.append(f"cell {i}: solution-end without a solution-start")
+            open_solution = None
+    if open_solution:
+        found.append(f"solution {open_solution!r} is never closed with solution-end")
+    found += [f"exercise {label!r} has no worked solution" for label in pending]
+    return found
+
+
+# `show_source` is for what must live outside notebooks (ext/ sources, CMake files, PyTorch's
+# own code); lesson code from booktools belongs in the chapter's cells.
+_SHOW_SOURCE_ARG = re.compile(r"show_source\(\s*([^,)\s]+)")
+_FROM_BOOKTOOLS = re.compile(r"^\s*from\s+(booktools[\w.]*)\s+import\s+\(?([^)\n]+)", re.M)
+_IMPORT_BOOKTOOLS = re.compile(r"^\s*import\s+(booktools[\w.]*)(?:\s+as\s+(\w+))?", re.M)
+
+
+def booktools_code_shown(nb) -> list[str]:
+    """`show_source` calls that display code from booktools (a path or an imported name)."""
+    names = {"booktools"}
+    for cell in code_cells(nb):
+        for module, imported in _FROM_BOOKTOOLS.findall(cell.source):
+            for item in imported.split(","):
+                name = item.split(" as ")[-1].strip().strip("()\\ ")
+                if name and not (module == "booktools.source" and name == "show_source"):
+                    names.add(name)
+        for module, alias in _IMPORT_BOOKTOOLS.findall(cell.source):
+            names.add(alias or module.split(".")[0])
+    found = []
+    for i, cell in enumerate(code_cells(nb), 1):
+        for arg in _SHOW_SOURCE_ARG.findall(cell.source):
+            path = arg.strip("\"'")
+            if arg[0] in "\"'" and (path.startswith("booktools/") or "/booktools/" in path):
+                found.append(f"code cell {i}: show_source({arg})")
+            elif arg[0] not in "\"'" and arg.split(".")[0] in names:
+                found.append(f"code cell {i}: show_source({arg}) displays code defined in booktools")
+    return found
+
+
 def problems(path: Path, toc_text: str, bootstrap_source: str) -> list[str]:
     """What is wrong with one committed notebook, as readable sentences."""
     nb = nbformat.read(path, as_version=4)
@@ -241,6 +377,7 @@ def problems(path: Path, toc_text: str, bootstrap_source: str) -> list[str]:
         for out in cell.outputs:
             if out.output_type == "error" and RAISES_TAG not in cell.metadata.get("tags", []):
                 found.append(f"code cell {i} stores an error but is not tagged {RAISES_TAG}")
+    found += exercise_problems(nb, path.stem)
     ignored = sum(is_ignored(c) for c in cells)
     if cells and ignored / len(cells) > MAX_IGNORED_SHARE:
         found.append(f"{ignored} of {len(cells)} code cells are exempt from output comparison (max 10%)")

@@ -111,3 +111,63 @@ def test_export_takes_the_marked_cells_in_order(tmp_path):
     namespace = {}
     exec(compile(module, "circles.py", "exec"), namespace)
     assert namespace["UNIT"] == namespace["math"].pi
+
+
+# ------------------------------------------------------------------------ the reader's hands
+TAUGHT = [p for prefix in ("Part I:", "Part II:", "Part III:", "Back") for p in part_chapters(prefix)]
+
+
+@pytest.mark.parametrize("path", TAUGHT, ids=lambda p: p.name)
+def test_no_chapter_shows_booktools_code_through_show_source(path):
+    """Lesson code is written in the chapter's cells; show_source is for ext/ sources, CMake
+    files and PyTorch's own code."""
+    assert nbtools.booktools_code_shown(nbformat.read(path, as_version=4)) == []
+
+
+def test_the_show_source_rule_bites():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from booktools.source import show_source\nfrom booktools.training import fit, History as H\n"
+                                  "import booktools.generated.resnet as rn"),
+        nbformat.v4.new_code_cell('show_source("booktools/resnet.py", marker="x")'),
+        nbformat.v4.new_code_cell("show_source(fit)\nshow_source(H)\nshow_source(rn.BasicBlock)"),
+        nbformat.v4.new_code_cell('show_source("ext/csrc/autograd.cpp", marker="autograd")\nshow_source(torch.nn.Linear.forward)'),
+    ])
+    assert len(nbtools.booktools_code_shown(nb)) == 4
+
+
+def test_exercise_labels_are_unique_in_the_book():
+    labels = [label for p in NOTEBOOKS for label in nbtools.exercise_labels(nbformat.read(p, as_version=4))]
+    assert sorted({x for x in labels if labels.count(x) > 1}) == []
+
+
+def test_the_exercise_rules_bite():
+    md = nbformat.v4.new_markdown_cell
+    nb = nbformat.v4.new_notebook(cells=[
+        md(":::{exercise}\n:label: ch-ex-a\n\nDo a.\n:::"),
+        md("```{solution-start} ch-ex-a\n:class: dropdown\n```\nBecause."),
+        nbformat.v4.new_code_cell("print(1)"),
+        md("```{solution-end}\n```"),
+        md(":::{exercise}\n:label: ch-ex-b\n\nDo b.\n:::"),                  # no solution
+        md("```{solution-start} ch-ex-c\n```\nOpen, uncollapsed, no exercise."),
+        md(":::{exercise}\n:label: other-ex-d\n\nWrong prefix.\n:::"),
+    ])
+    found = " | ".join(nbtools.exercise_problems(nb, "ch"))
+    for expected in ["'ch-ex-c' follows no exercise", "'ch-ex-c' is not collapsed", "'ch-ex-c' is never closed",
+                     "'ch-ex-b' has no worked solution", "'other-ex-d' has no worked solution",
+                     "does not start with the chapter name"]:
+        assert expected in found
+    assert "'ch-ex-a'" not in found
+
+
+CHECKERS_DIR = REPO_ROOT / "booktools" / "checkers"
+
+
+@pytest.mark.parametrize("module", sorted(p.stem for p in CHECKERS_DIR.glob("*.py") if p.stem != "__init__"))
+def test_every_checker_module_is_tested_and_used_by_its_chapter(module):
+    """A checker is tested with wrong answers (tests/test_checkers_<chapter>.py) and called by
+    the chapter's own solutions on the book's answer, so a checker that rejects a right answer
+    fails nbval."""
+    assert (REPO_ROOT / "tests" / f"test_checkers_{module}.py").exists()
+    chapter = REPO_ROOT / "chapters" / f"{module}.ipynb"
+    sources = "\n".join(c.source for c in nbtools.code_cells(nbformat.read(chapter, as_version=4)))
+    assert f"booktools.checkers.{module}" in sources or f"checkers import {module}" in sources

@@ -4,7 +4,7 @@ Each chapter with code exercises has a module here (booktools.checkers.<chapter>
 `check_*` functions run the reader's answer against a reference on ordinary and awkward
 inputs, then print one line that says it passed, or raise `CheckFailed` with the first
 input on which it went wrong, what it returned and what was expected. They are tested with
-wrong answers in tests/test_checkers.py.
+wrong answers in tests/test_checkers_<chapter>.py.
 """
 
 from __future__ import annotations
