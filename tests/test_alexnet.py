@@ -1,11 +1,11 @@
-"""The AlexNet chapter's model code (booktools.alexnet) and its tools."""
+"""The AlexNet chapter's model code (booktools.generated.alexnet, exported from the chapter) and its tools."""
 
 import pytest
 import torch
 import torchvision
 from torch import nn
 
-from booktools import alexnet as ax
+from booktools.generated import alexnet as ax
 
 
 @pytest.fixture(scope="module")
