@@ -1,7 +1,6 @@
 """Tools the custom-operator chapters use to look at, build and test the `mylinearops` extension.
 
 - `EXT_DIR`, `print_tree`: where the extension lives and what its source tree holds.
-- `registrations`: which dispatch keys have a kernel for an operator, and which file registered it.
 - `op_call_tree` / `print_call_tree`: the operators (ATen and custom) that one call runs, in call
   order, from `torch.profiler`.
 - `build_cpp_module`: compile one C++ source into a Python module with
@@ -44,32 +43,6 @@ def print_tree(root: Path, sub_dirs=("csrc", "mylinearops"), suffixes=(".py", ".
         for path in sorted((root / sub).rglob("*")):
             if path.is_file() and path.suffix in suffixes and "__pycache__" not in path.parts:
                 print("    " + path.relative_to(root / sub).as_posix())
-
-
-# ------------------------------------------------------------------------------ dispatcher
-def _where(path: str) -> str:
-    """A registration site without machine-specific prefixes or line numbers."""
-    path = path.rsplit(":", 1)[0]
-    for marker in ("/ext/", "/torch/"):
-        if marker in path:
-            return marker.strip("/") + "/" + path.split(marker, 1)[1]
-    return Path(path).name
-
-
-def registrations(qualified_name: str) -> list[tuple[str, str]]:
-    """(dispatch key, registering file) for every kernel registered directly for an operator.
-
-    qualified_name is "namespace::name", e.g. "mylinearops::linearop". Read from the
-    dispatcher's own dump, so it shows what is registered, not what we think is.
-    """
-    import torch
-
-    rows = []
-    for line in torch._C._dispatch_dump(qualified_name).splitlines():
-        match = re.match(r"^([\w\[\]]+): registered at (\S+)", line)
-        if match and match[1] not in ("debug",):
-            rows.append((match[1], _where(match[2])))
-    return rows
 
 
 # ------------------------------------------------------------------------------ call trees

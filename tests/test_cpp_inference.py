@@ -15,8 +15,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from booktools import cpp_inference
-from booktools.cpp_inference import ToolchainMissing, build_cpp_inference, check_toolchain, run_cpp_inference
+from booktools.generated import data_to_deployment as cpp_inference  # exported from the chapter's cells
+from booktools.generated.data_to_deployment import (
+    ToolchainMissing, build_cpp_inference, check_toolchain, run_cpp_inference,
+)
 from booktools.data import CLASSES, fashion_mnist_root, load_fashion_mnist
 
 THREADS = 2
