@@ -3,6 +3,7 @@
 # helper package and, once it exists, the mylinearops extension), so it works from a clean clone.
 #
 #   make book                      build the website into _build/html (the main job)
+#   make serve                     serve the built website on http://127.0.0.1:8000
 #   make test                      run every test: unit tests, extension tests, strict nbval
 #   make test-avx2                 strict nbval of every notebook as on a CPU without AVX-512
 #   make refresh                   re-execute all notebooks and store their outputs
@@ -21,7 +22,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book test test-avx2 refresh notebook sync check bench clean
+.PHONY: setup book serve mathjax test test-avx2 refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -43,9 +44,17 @@ $(EXT_STAMP): $(STAMP) $(EXT_SOURCES)
 	$(PIP) install --quiet --no-deps --no-build-isolation ./ext
 	touch $@
 
-book: setup
+book: setup mathjax
 	$(VENV)/bin/jupyter-book build . --builder html --nitpick --warningiserror --keep-going
-	@echo "Website: _build/html/index.html"
+	@echo "Website: _build/html/index.html (make serve to browse it)"
+
+# MathJax, served by the site itself (pinned, checked against the npm registry's sha512).
+mathjax: setup
+	$(PY) -m booktools.site fetch-mathjax
+
+serve:
+	@test -f _build/html/index.html || { echo "no website yet: run make book first"; exit 2; }
+	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html $${PORT:-8000}
 
 test: setup
 	$(PY) -m pytest

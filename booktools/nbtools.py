@@ -377,6 +377,12 @@ def problems(path: Path, toc_text: str, bootstrap_source: str) -> list[str]:
         for out in cell.outputs:
             if out.output_type == "error" and RAISES_TAG not in cell.metadata.get("tags", []):
                 found.append(f"code cell {i} stores an error but is not tagged {RAISES_TAG}")
+        shows_figure = any("image/png" in out.get("data", {}) or "image/svg+xml" in out.get("data", {})
+                           for out in cell.outputs)
+        if shows_figure and not cell.metadata.get("mystnb", {}).get("image", {}).get("alt"):
+            found.append(f"code cell {i} shows a figure without alt text (cell metadata mystnb.image.alt)")
+    if not nb.metadata.get("book", {}).get("provenance"):
+        found.append("no provenance record of the run that produced the outputs (run `make notebook`)")
     found += exercise_problems(nb, path.stem)
     ignored = sum(is_ignored(c) for c in cells)
     if cells and ignored / len(cells) > MAX_IGNORED_SHARE:

@@ -1,0 +1,161 @@
+"""The website's own pieces: offline MathJax, and a Sphinx extension for the chapter pages.
+
+- `fetch_mathjax()` (run by `make book`) puts a pinned MathJax 3 from the npm registry into
+  `_vendor/mathjax/` (checked against the registry's sha512, licence included), which
+  `_config.yml` serves from the site itself: formulas render offline and behind a proxy.
+- The Sphinx extension (listed in `_config.yml`) stamps every chapter with what produced its
+  stored outputs (written by `make refresh`/`make notebook` into the notebook's metadata) and
+  what strict nbval compares on it; hides the Colab bootstrap cell, which a website reader
+  never needs (it stays in the notebook); and drops scripts the theme includes twice.
+
+    python -m booktools.site fetch-mathjax
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import json
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from booktools.paths import REPO_ROOT
+
+# MathJax 3 from npm (Apache-2.0). The integrity is the registry's `dist.integrity`.
+MATHJAX_VERSION = "3.2.2"
+MATHJAX_INTEGRITY = "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw=="
+NPM_REGISTRY = os.environ.get("NPM_REGISTRY", "https://registry.npmjs.org").rstrip("/")
+VENDOR_DIR = REPO_ROOT / "_vendor"
+MATHJAX_DIR = VENDOR_DIR / "mathjax"
+
+# The browser for tests/test_site.py: $BOOK_CHROMIUM if set (e.g. a Chrome installed by CI),
+# else where Debian's `chromium` package puts it (the /usr/bin one is a wrapper script).
+CHROMIUM_CANDIDATES = tuple(filter(None, (os.environ.get("BOOK_CHROMIUM"), "/usr/lib/chromium/chromium",
+                                          "/usr/bin/chromium", "/usr/bin/chromium-browser")))
+
+
+def fetch_mathjax(dest: Path = MATHJAX_DIR) -> Path:
+    """Download, verify and unpack MathJax's `es5/` bundle into `dest` (once per version)."""
+    marker = dest / ".version"
+    if marker.exists() and marker.read_text().strip() == MATHJAX_VERSION:
+        return dest
+    url = f"{NPM_REGISTRY}/mathjax/-/mathjax-{MATHJAX_VERSION}.tgz"
+    try:
+        with urllib.request.urlopen(url, timeout=120) as response:
+            data = response.read()
+    except OSError as e:
+        raise SystemExit(f"could not download MathJax {MATHJAX_VERSION} from {url}: {e}\n"
+                         f"(set NPM_REGISTRY to a reachable npm registry mirror)") from e
+    algorithm, _, expected = MATHJAX_INTEGRITY.partition("-")
+    got = base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
+    if got != expected:
+        raise SystemExit(f"{url}: {algorithm} is {got}, expected {expected}; not using it")
+    staging = Path(tempfile.mkdtemp(prefix="mathjax-", dir=dest.parent if dest.parent.exists() else None))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar.getmembers():
+                name = member.name.removeprefix("package/")
+                if member.isfile() and (name.startswith("es5/") or name == "LICENSE"):
+                    target = staging / name.removeprefix("es5/")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(tar.extractfile(member).read())
+        (staging / ".version").write_text(MATHJAX_VERSION + "\n")
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging.rename(dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+# ------------------------------------------------------------------------- Sphinx extension
+def _notebook(app, docname: str):
+    import nbformat
+
+    path = Path(app.env.doc2path(docname))
+    return nbformat.read(path, as_version=4) if path.suffix == ".ipynb" else None
+
+
+def provenance_html(nb) -> str:
+    """One paragraph: what produced the page's outputs, and what nbval compares on it."""
+    from booktools import nbtools
+
+    stamp = nb.metadata.get("book", {}).get("provenance")
+    cells = [c for c in nbtools.code_cells(nb) if "colab-bootstrap" not in c.metadata.get("tags", [])]
+    exempt = sum(nbtools.is_ignored(c) for c in cells)
+    compared = len(cells) - exempt
+    if stamp:
+        machine = stamp["cpu"] + (f", GPU: {stamp['gpu']}" if stamp.get("gpu") else ", no GPU")
+        emulated = "; run as a CPU without AVX-512" if stamp.get("environment") else ""
+        produced = (f"The outputs on this page were produced on {stamp['date']} by Python {stamp['python']} "
+                    f"and torch {stamp['torch']} on {machine}{emulated}.")
+    else:
+        produced = "The outputs on this page carry no record of the run that produced them."
+    checked = (f"<code>make test</code> re-runs the page and strict nbval compares the outputs of "
+               f"{compared} of its {len(cells)} code cells")
+    checked += (f"; {exempt} {'is' if exempt == 1 else 'are'} exempt because {'its' if exempt == 1 else 'their'} "
+                f"output truly varies (timings, machine names)." if exempt else ".")
+    return (f'<p class="book-provenance">{html.escape(produced)} {checked}</p>')
+
+
+def _on_page(app, pagename, templatename, context, doctree):
+    # sphinx-thebe and sphinx-togglebutton add their inline scripts twice (once with filename
+    # None, once with ""), and the second `const THEBE_JS_URL` is a page error: keep one.
+    seen, unique = set(), []
+    for script in context.get("script_files", []):
+        key = (str(getattr(script, "filename", script) or ""),
+               json.dumps(getattr(script, "attributes", {}), sort_keys=True, default=str))
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+    if not pagename.startswith("chapters/") or "body" not in context:
+        return
+    nb = _notebook(app, pagename)
+    if nb is None:
+        return
+    body = context["body"]
+    end = body.find("</h1>")
+    at = end + len("</h1>") if end >= 0 else 0
+    context["body"] = body[:at] + provenance_html(nb) + body[at:]
+
+
+def _drop_bootstrap_cells(app, doctree):
+    from docutils import nodes
+
+    for node in list(doctree.findall(nodes.container)):
+        if "tag_colab-bootstrap" in node.get("classes", []):
+            node.parent.remove(node)
+
+
+def _static_path(app):
+    app.config.html_static_path.append(str(Path(__file__).with_name("site_static")))
+
+
+def setup(app):
+    app.connect("builder-inited", _static_path)
+    app.connect("doctree-read", _drop_bootstrap_cells)
+    app.connect("html-page-context", _on_page, priority=900)  # after the theme has added its scripts
+    app.add_css_file("book.css")
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv != ["fetch-mathjax"]:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    print(f"MathJax {MATHJAX_VERSION} in {fetch_mathjax().relative_to(REPO_ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
