@@ -1,4 +1,7 @@
-"""The ResNet chapter's model code (booktools.resnet) equals torchvision's ResNets.
+"""The ResNet chapter's model code equals torchvision's ResNets.
+
+The code is the chapter's own: chapters/resnet.ipynb exports its `#| export` cells (ours, the
+notes' and the comparison helpers) to booktools.generated.resnet, which these tests import.
 
 Outputs are compared on 64x64 images: every layer of the network runs at any input size
 (the final pooling is adaptive), and at 64x64 the last feature map is still 2x2, so the
@@ -11,8 +14,8 @@ import pytest
 import torch
 from torch import nn
 
-from booktools import resnet as rn
-from booktools.resnet_notes import notes_resnet
+from booktools.generated import resnet as rn
+from booktools.generated.resnet import notes_resnet
 
 DEPTHS = sorted(rn.CONSTRUCTORS)
 
@@ -55,6 +58,33 @@ def test_same_seed_gives_same_initial_weights(depth):
     torch.manual_seed(7)
     ours = rn.CONSTRUCTORS[depth](zero_init_residual=True)
     assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), theirs.state_dict().values()))
+
+
+@pytest.mark.parametrize("depth", [18, 50])
+def test_the_chapters_equivalence_check_passes(depth):
+    result = rn.compare_with_torchvision(depth, rn.CONSTRUCTORS[depth], seed=depth)
+    assert result == {"same init": True, "allclose": True, "bitwise equal": True}
+
+
+def test_the_chapters_equivalence_check_sees_a_missing_relu():
+    class NoFinalRelu(rn.ResidualBasicBlock):
+        def forward(self, x):
+            out = self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x)))))
+            return out + (x if self.downsample is None else self.downsample(x))
+
+    result = rn.compare_with_torchvision(18, lambda: rn.ResNetBase(NoFinalRelu, [2, 2, 2, 2]), seed=18)
+    assert result == {"same init": True, "allclose": False, "bitwise equal": False}
+
+
+def test_the_chapters_equivalence_check_names_a_missing_parameter():
+    class NotesNames(rn.ResidualBasicBlock):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.batchnorm1 = self.bn1
+            del self.bn1
+
+    with pytest.raises(RuntimeError, match="layer1.0.bn1.weight"):
+        rn.compare_with_torchvision(18, lambda: rn.ResNetBase(NotesNames, [2, 2, 2, 2]))
 
 
 def test_num_classes_and_in_channels():
