@@ -171,3 +171,16 @@ def test_every_checker_module_is_tested_and_used_by_its_chapter(module):
     chapter = REPO_ROOT / "chapters" / f"{module}.ipynb"
     sources = "\n".join(c.source for c in nbtools.code_cells(nbformat.read(chapter, as_version=4)))
     assert f"booktools.checkers.{module}" in sources or f"checkers import {module}" in sources
+
+
+@pytest.mark.parametrize("path", [p for p in TAUGHT if p.stem != "setup"], ids=lambda p: p.name)
+def test_every_taught_chapter_ends_with_exercises_that_have_worked_solutions(path):
+    """Parts I-III: exercises as sphinx-exercise blocks, each with its executed solution (the
+    pairing itself is checked by nbtools.problems); no bare numbered list of exercises left."""
+    import re
+
+    nb = nbformat.read(path, as_version=4)
+    assert len(nbtools.exercise_labels(nb)) >= 3
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.search(r"^#+ Exercises", cell.source, re.M):
+            assert not re.search(r"^\s*1\. ", cell.source, re.M), "a numbered list of exercises without solutions"
