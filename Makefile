@@ -9,7 +9,8 @@
 #   make refresh                   re-execute all notebooks and store their outputs
 #   make notebook NB=chapters/tensors.ipynb   execute one notebook, store and check its outputs
 #   make sync                      rewrite the Colab bootstrap cells; write booktools/generated/ from `#| export` cells
-#   make check                     static checks of the committed notebooks
+#   make check                     static checks of the committed notebooks (incl. code formatting)
+#   make format                    format the notebooks' code cells (ruff, 88 columns)
 #   make bench                     benchmark the extension's kernels (ext/bench/results/)
 #   make clean                     remove build outputs (keeps .venv)
 
@@ -22,7 +23,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book serve mathjax test test-avx2 refresh notebook sync check bench clean
+.PHONY: setup book serve mathjax format test test-avx2 refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -75,6 +76,12 @@ sync: setup
 
 check: setup
 	$(PY) -m booktools.nbtools check
+	$(VENV)/bin/ruff format --check --quiet chapters
+
+# Code cells formatted to the column the website shows; then re-export the #| export cells.
+format: setup
+	$(VENV)/bin/ruff format chapters
+	$(PY) -m booktools.nbtools sync
 
 bench: setup
 	$(PY) ext/bench/bench_matmul.py

@@ -28,14 +28,19 @@ _TEMPLATE = '''\
 # Colab only: fetch the book's code and install what Colab lacks. Elsewhere: does nothing.
 # (Written by `make sync` from _config.yml; edit booktools/colab.py, not this cell.)
 import os, sys
+
 if "google.colab" in sys.modules:
-    BOOK_REPO = os.environ.get("BOOK_REPO", "{url}")
+    REPO_URL = "{url}"
+    BOOK_REPO = os.environ.get("BOOK_REPO", REPO_URL)
     BOOK_DIR = os.environ.get("BOOK_DIR", "/content/{name}")
     if not os.path.isdir(BOOK_DIR):
         import subprocess
-        subprocess.run(["git", "clone", "--quiet", "--depth=1", BOOK_REPO, BOOK_DIR], check=True)
+
+        clone = ["git", "clone", "--quiet", "--depth=1", BOOK_REPO, BOOK_DIR]
+        subprocess.run(clone, check=True)
     sys.path.insert(0, BOOK_DIR)
     import booktools.colab
+
     booktools.colab.finish_setup(BOOK_DIR)'''
 
 

@@ -19,17 +19,17 @@ class AlexNet(nn.Module):
     def __init__(self, num_classes: int = 1000, dropout: float = 0.5) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 64, kernel_size=11, stride=4, padding=2),     # features.0
+            nn.Conv2d(3, 64, kernel_size=11, stride=4, padding=2),  # features.0
             nn.ReLU(inplace=True),
             nn.MaxPool2d(kernel_size=3, stride=2),
-            nn.Conv2d(64, 192, kernel_size=5, padding=2),              # features.3
+            nn.Conv2d(64, 192, kernel_size=5, padding=2),  # features.3
             nn.ReLU(inplace=True),
             nn.MaxPool2d(kernel_size=3, stride=2),
-            nn.Conv2d(192, 384, kernel_size=3, padding=1),             # features.6
+            nn.Conv2d(192, 384, kernel_size=3, padding=1),  # features.6
             nn.ReLU(inplace=True),
-            nn.Conv2d(384, 256, kernel_size=3, padding=1),             # features.8
+            nn.Conv2d(384, 256, kernel_size=3, padding=1),  # features.8
             nn.ReLU(inplace=True),
-            nn.Conv2d(256, 256, kernel_size=3, padding=1),             # features.10
+            nn.Conv2d(256, 256, kernel_size=3, padding=1),  # features.10
             nn.ReLU(inplace=True),
             nn.MaxPool2d(kernel_size=3, stride=2),
         )
@@ -37,12 +37,12 @@ class AlexNet(nn.Module):
         self.avgpool = nn.AdaptiveAvgPool2d((6, 6))
         self.classifier = nn.Sequential(
             nn.Dropout(p=dropout),
-            nn.Linear(256 * 6 * 6, 4096),                              # classifier.1
+            nn.Linear(256 * 6 * 6, 4096),  # classifier.1
             nn.ReLU(inplace=True),
             nn.Dropout(p=dropout),
-            nn.Linear(4096, 4096),                                     # classifier.4
+            nn.Linear(4096, 4096),  # classifier.4
             nn.ReLU(inplace=True),
-            nn.Linear(4096, num_classes),                              # classifier.6
+            nn.Linear(4096, num_classes),  # classifier.6
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -114,17 +114,33 @@ def draw_class_hierarchy(classes, root=nn.Module, ax=None):
 
     place(root, 0)
     if ax is None:
-        _, ax = plt.subplots(figsize=(1.2 * width(root), 1.0 * (max(depth.values()) + 1)),
-                             gridspec_kw=dict(left=0.01, right=0.99, bottom=0.02, top=0.85))
+        _, ax = plt.subplots(
+            figsize=(1.2 * width(root), 1.0 * (max(depth.values()) + 1)),
+            gridspec_kw=dict(left=0.01, right=0.99, bottom=0.02, top=0.85),
+        )
     for child, base in edges:
         (x0, y0), (x1, y1) = position[child], position[base]
-        ax.annotate("", xy=(x1, y1 - 0.15), xytext=(x0, y0 + 0.15),
-                    arrowprops=dict(arrowstyle="-|>", color="0.4", lw=1))
+        ax.annotate(
+            "",
+            xy=(x1, y1 - 0.15),
+            xytext=(x0, y0 + 0.15),
+            arrowprops=dict(arrowstyle="-|>", color="0.4", lw=1),
+        )
     for cls, (x, y) in position.items():
         leaf = cls in classes
-        ax.text(x, y, cls.__name__, ha="center", va="center", fontsize=8,
-                bbox=dict(boxstyle="round,pad=0.3", fc="#cfe3f5" if leaf else "#f2f2f2",
-                          ec="#2a6099" if leaf else "0.5"))
+        ax.text(
+            x,
+            y,
+            cls.__name__,
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox=dict(
+                boxstyle="round,pad=0.3",
+                fc="#cfe3f5" if leaf else "#f2f2f2",
+                ec="#2a6099" if leaf else "0.5",
+            ),
+        )
     ax.set(xlim=(-0.6, width(root) - 0.4), ylim=(-max(depth.values()) - 0.4, 0.4))
     ax.axis("off")
     return ax
@@ -143,7 +159,9 @@ def native_functions_entry(name: str) -> list[dict]:
     """The entries of ATen's native_functions.yaml for the operator `name` (all overloads)."""
     import yaml
 
-    with open(torchgen_file("ATen/native/native_functions.yaml"), encoding="utf-8") as f:
+    with open(
+        torchgen_file("ATen/native/native_functions.yaml"), encoding="utf-8"
+    ) as f:
         entries = yaml.safe_load(f)
     return [e for e in entries if e["func"].split("(")[0].split(".")[0] == name]
 
@@ -158,27 +176,59 @@ def generated_python_binding(name: str) -> str:
     from torchgen.gen import parse_native_yaml
     from torchgen.packaged.autograd.gen_python_functions import method_impl
 
-    parsed = parse_native_yaml(torchgen_file("ATen/native/native_functions.yaml"),
-                               torchgen_file("ATen/native/tags.yaml"))
+    parsed = parse_native_yaml(
+        torchgen_file("ATen/native/native_functions.yaml"),
+        torchgen_file("ATen/native/tags.yaml"),
+    )
     functions = [f for f in parsed.native_functions if str(f.func.name.name) == name]
     pairs = []
     for f in functions:
         with native_function_manager(f):
-            pairs.append(PythonSignatureNativeFunctionPair(signature=signature(f, method=False), function=f))
-    code = method_impl(functions[0].func.name.name, None, pairs, method=False, symint=True)
+            pairs.append(
+                PythonSignatureNativeFunctionPair(
+                    signature=signature(f, method=False), function=f
+                )
+            )
+    code = method_impl(
+        functions[0].func.name.name, None, pairs, method=False, symint=True
+    )
     return code.lstrip("\\\n").rstrip() + "\n"
 
 from booktools.profiling import call_tree, print_call_tree
 
 # Ops that only allocate or re-describe memory; hiding them leaves the compute path.
-BOOKKEEPING_OPS = frozenset({
-    "aten::empty", "aten::empty_strided", "aten::view", "aten::as_strided", "aten::as_strided_",
-    "aten::resize_", "aten::reshape", "aten::_reshape_alias", "aten::expand", "aten::t",
-    "aten::transpose", "aten::contiguous", "aten::clone", "aten::empty_like", "aten::copy_",
-    "aten::_nnpack_available", "aten::detach", "aten::lift_fresh", "aten::alias",
-    "aten::select", "aten::slice", "aten::unsqueeze", "aten::squeeze", "aten::resolve_conj",
-    "aten::resolve_neg", "aten::zeros", "aten::zero_", "aten::fill_",
-})
+BOOKKEEPING_OPS = frozenset(
+    {
+        "aten::empty",
+        "aten::empty_strided",
+        "aten::view",
+        "aten::as_strided",
+        "aten::as_strided_",
+        "aten::resize_",
+        "aten::reshape",
+        "aten::_reshape_alias",
+        "aten::expand",
+        "aten::t",
+        "aten::transpose",
+        "aten::contiguous",
+        "aten::clone",
+        "aten::empty_like",
+        "aten::copy_",
+        "aten::_nnpack_available",
+        "aten::detach",
+        "aten::lift_fresh",
+        "aten::alias",
+        "aten::select",
+        "aten::slice",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+        "aten::zeros",
+        "aten::zero_",
+        "aten::fill_",
+    }
+)
 
 
 def aten_call_tree(fn, *args, hide=BOOKKEEPING_OPS, **kwargs):
@@ -187,7 +237,13 @@ def aten_call_tree(fn, *args, hide=BOOKKEEPING_OPS, **kwargs):
     The list is in call order, depth 0 being the operators called from Python. Names in
     `hide` are left out (with their children). No timings: those vary run to run.
     """
-    return call_tree(fn, *args, include=lambda event: event.name.startswith("aten::"), hide=hide, **kwargs)
+    return call_tree(
+        fn,
+        *args,
+        include=lambda event: event.name.startswith("aten::"),
+        hide=hide,
+        **kwargs,
+    )
 
 import re
 
@@ -206,7 +262,9 @@ def dispatch_table(op: str, keys) -> dict[str, str]:
         if match:
             key, fallthrough, where, kind = match.groups()
             source = where.rsplit("/", 1)[-1].split(":")[0]
-            entries[key] = f"{kind}{' (fallthrough)' if fallthrough else ''}, from {source}"
+            entries[key] = (
+                f"{kind}{' (fallthrough)' if fallthrough else ''}, from {source}"
+            )
     return {key: entries.get(key, "nothing registered") for key in keys}
 
 import torch
@@ -221,9 +279,17 @@ def conv_cost(conv: nn.Conv2d, input_shape) -> tuple[int, int]:
     """
     from torch.utils.flop_counter import FlopCounterMode
 
-    meta_conv = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
-                          conv.padding, conv.dilation, conv.groups, conv.bias is not None,
-                          device="meta")
+    meta_conv = nn.Conv2d(
+        conv.in_channels,
+        conv.out_channels,
+        conv.kernel_size,
+        conv.stride,
+        conv.padding,
+        conv.dilation,
+        conv.groups,
+        conv.bias is not None,
+        device="meta",
+    )
     counter = FlopCounterMode(display=False)
     with counter:
         meta_conv(torch.empty(input_shape, device="meta"))
@@ -243,24 +309,36 @@ class AlexNet2012(nn.Module):
 
     def __init__(self, num_classes: int = 1000, groups: int = 2) -> None:
         super().__init__()
+
         # PyTorch's LocalResponseNorm divides alpha by `size`; the paper does not, so the
         # paper's alpha=1e-4 becomes 5 * 1e-4 here.
         def lrn():
             return nn.LocalResponseNorm(size=5, alpha=5e-4, beta=0.75, k=2.0)
 
         self.features = nn.Sequential(
-            nn.Conv2d(3, 96, kernel_size=11, stride=4), nn.ReLU(inplace=True), lrn(),
+            nn.Conv2d(3, 96, kernel_size=11, stride=4),
+            nn.ReLU(inplace=True),
+            lrn(),
             nn.MaxPool2d(kernel_size=3, stride=2),
-            nn.Conv2d(96, 256, kernel_size=5, padding=2, groups=groups), nn.ReLU(inplace=True), lrn(),
+            nn.Conv2d(96, 256, kernel_size=5, padding=2, groups=groups),
+            nn.ReLU(inplace=True),
+            lrn(),
             nn.MaxPool2d(kernel_size=3, stride=2),
-            nn.Conv2d(256, 384, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-            nn.Conv2d(384, 384, kernel_size=3, padding=1, groups=groups), nn.ReLU(inplace=True),
-            nn.Conv2d(384, 256, kernel_size=3, padding=1, groups=groups), nn.ReLU(inplace=True),
+            nn.Conv2d(256, 384, kernel_size=3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(384, 384, kernel_size=3, padding=1, groups=groups),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(384, 256, kernel_size=3, padding=1, groups=groups),
+            nn.ReLU(inplace=True),
             nn.MaxPool2d(kernel_size=3, stride=2),
         )
         self.classifier = nn.Sequential(
-            nn.Dropout(), nn.Linear(256 * 6 * 6, 4096), nn.ReLU(inplace=True),
-            nn.Dropout(), nn.Linear(4096, 4096), nn.ReLU(inplace=True),
+            nn.Dropout(),
+            nn.Linear(256 * 6 * 6, 4096),
+            nn.ReLU(inplace=True),
+            nn.Dropout(),
+            nn.Linear(4096, 4096),
+            nn.ReLU(inplace=True),
             nn.Linear(4096, num_classes),
         )
 
@@ -281,15 +359,37 @@ def toy_backend(log: list):
     `aten::convolution`; it logs the call and computes on the CPU with the normal keys.
     Every other operator has no PrivateUse1 kernel and fails, as it would for a new device.
     """
-    normal_keys = (torch._C._dispatch_tls_local_include_set(),
-                   torch._C._dispatch_tls_local_exclude_set())
+    normal_keys = (
+        torch._C._dispatch_tls_local_include_set(),
+        torch._C._dispatch_tls_local_exclude_set(),
+    )
 
-    def convolution(input, weight, bias, stride, padding, dilation, transposed,
-                    output_padding, groups):
-        log.append(f"toy convolution kernel: input {tuple(input.shape)}, weight {tuple(weight.shape)}")
+    def convolution(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+    ):
+        log.append(
+            f"toy convolution kernel: input {tuple(input.shape)}, weight {tuple(weight.shape)}"
+        )
         with torch._C._ForceDispatchKeyGuard(*normal_keys):
             return torch.ops.aten.convolution.default(
-                input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+                input,
+                weight,
+                bias,
+                stride,
+                padding,
+                dilation,
+                transposed,
+                output_padding,
+                groups,
+            )
 
     library = torch.library.Library("aten", "IMPL")
     library.impl("convolution", convolution, "PrivateUse1")

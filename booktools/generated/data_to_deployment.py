@@ -72,9 +72,20 @@ def evaluate(model, loader, loss_fn=F.cross_entropy, device=None):
         count += len(targets)
     return total_loss / count, correct / count
 
-def fit(model, train_loader, optimizer, epochs: int, *, loss_fn=F.cross_entropy, eval_loader=None,
-        eval_name: str = "test", device=None, history: History | None = None,
-        log: Callable[[str], None] | None = print, show_time: bool = False) -> History:
+def fit(
+    model,
+    train_loader,
+    optimizer,
+    epochs: int,
+    *,
+    loss_fn=F.cross_entropy,
+    eval_loader=None,
+    eval_name: str = "test",
+    device=None,
+    history: History | None = None,
+    log: Callable[[str], None] | None = print,
+    show_time: bool = False,
+) -> History:
     """Train for `epochs` more epochs, evaluating after each one if `eval_loader` is given.
 
     Continues `history` (numbering epochs after its last one) if one is passed. `log=None`
@@ -85,10 +96,14 @@ def fit(model, train_loader, optimizer, epochs: int, *, loss_fn=F.cross_entropy,
     last = first + epochs - 1
     for epoch in range(first, last + 1):
         start = time.perf_counter()
-        train_loss, train_acc = train_one_epoch(model, train_loader, optimizer, loss_fn, device)
+        train_loss, train_acc = train_one_epoch(
+            model, train_loader, optimizer, loss_fn, device
+        )
         stats = EpochStats(epoch, train_loss, train_acc)
         if eval_loader is not None:
-            stats.eval_loss, stats.eval_accuracy = evaluate(model, eval_loader, loss_fn, device)
+            stats.eval_loss, stats.eval_accuracy = evaluate(
+                model, eval_loader, loss_fn, device
+            )
         stats.seconds = time.perf_counter() - start
         history.epochs.append(stats)
         if log is not None:
@@ -107,7 +122,10 @@ def plot_history(history: History, eval_name: str = "test"):
     epochs = history.column("epoch")
     has_eval = history.epochs and history.epochs[0].eval_loss is not None
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(8, 3))
-    for ax, key, title in [(ax_loss, "loss", "loss (cross-entropy)"), (ax_acc, "accuracy", "accuracy")]:
+    for ax, key, title in [
+        (ax_loss, "loss", "loss (cross-entropy)"),
+        (ax_acc, "accuracy", "accuracy"),
+    ]:
         ax.plot(epochs, history.column(f"train_{key}"), "o-", label="train")
         if has_eval:
             ax.plot(epochs, history.column(f"eval_{key}"), "s-", label=eval_name)
@@ -125,21 +143,34 @@ import torch.utils
 
 from booktools.paths import REPO_ROOT
 
-CPP_DIR = REPO_ROOT / "cpp" / "inference"      # main.cpp and CMakeLists.txt
-DEFAULT_BUILD_DIR = CPP_DIR / "build"          # git-ignored, kept between runs
+CPP_DIR = REPO_ROOT / "cpp" / "inference"  # main.cpp and CMakeLists.txt
+DEFAULT_BUILD_DIR = CPP_DIR / "build"  # git-ignored, kept between runs
 EXECUTABLE_NAME = "classify"
 
 
 def configure_command(build_dir: Path, cmake_args: tuple[str, ...] = ()) -> list[str]:
     """CMake's configure step: the sources, the build folder, where the torch wheel's CMake package is."""
-    return ["cmake", "-S", str(CPP_DIR), "-B", str(build_dir),
-            f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
-            "-DCMAKE_BUILD_TYPE=Release", *cmake_args]
+    return [
+        "cmake",
+        "-S",
+        str(CPP_DIR),
+        "-B",
+        str(build_dir),
+        f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+        "-DCMAKE_BUILD_TYPE=Release",
+        *cmake_args,
+    ]
 
 
 def build_command(build_dir: Path, jobs: int | None = None) -> list[str]:
     """CMake's build step: compile and link, `jobs` compilers at a time (default: one per core)."""
-    return ["cmake", "--build", str(build_dir), "--parallel", str(jobs or os.cpu_count() or 1)]
+    return [
+        "cmake",
+        "--build",
+        str(build_dir),
+        "--parallel",
+        str(jobs or os.cpu_count() or 1),
+    ]
 
 import re
 import shutil
@@ -152,8 +183,10 @@ from dataclasses import dataclass
 import numpy as np
 
 MIN_CMAKE = (3, 18)
-INSTALL_HINT = ("Install them, e.g. `sudo apt-get install cmake g++` on Debian/Ubuntu, "
-                "`xcode-select --install` and `brew install cmake` on macOS, or `pip install cmake` for CMake alone.")
+INSTALL_HINT = (
+    "Install them, e.g. `sudo apt-get install cmake g++` on Debian/Ubuntu, "
+    "`xcode-select --install` and `brew install cmake` on macOS, or `pip install cmake` for CMake alone."
+)
 
 
 class ToolchainMissing(RuntimeError):
@@ -166,7 +199,9 @@ class Build:
     seconds: float  # wall time of this call: configure (if needed) and build
     configured: bool  # whether CMake had to (re)configure the build folder
     link_mode: str  # PACKAGE (find_package(Torch)) or CPU (libtorch_cpu only); see CMakeLists.txt
-    fallback_reason: str | None = None  # why find_package(Torch) was given up for the CPU link mode
+    fallback_reason: str | None = (
+        None  # why find_package(Torch) was given up for the CPU link mode
+    )
 
 
 @dataclass
@@ -179,7 +214,10 @@ class Run:
 def _cxx_compiler() -> str | None:
     if os.environ.get("CXX"):
         return shutil.which(os.environ["CXX"])
-    return next((found for name in ("c++", "g++", "clang++") if (found := shutil.which(name))), None)
+    return next(
+        (found for name in ("c++", "g++", "clang++") if (found := shutil.which(name))),
+        None,
+    )
 
 
 def check_toolchain() -> None:
@@ -189,14 +227,22 @@ def check_toolchain() -> None:
     if cmake is None:
         missing.append(f"CMake >= {'.'.join(map(str, MIN_CMAKE))}")
     else:
-        out = subprocess.run([cmake, "--version"], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [cmake, "--version"], capture_output=True, text=True
+        ).stdout
         found = re.search(r"version (\d+)\.(\d+)", out)
         if found and tuple(map(int, found.groups())) < MIN_CMAKE:
-            missing.append(f"CMake >= {'.'.join(map(str, MIN_CMAKE))} (found {found[1]}.{found[2]})")
+            missing.append(
+                f"CMake >= {'.'.join(map(str, MIN_CMAKE))} (found {found[1]}.{found[2]})"
+            )
     if _cxx_compiler() is None:
-        missing.append("a C++20 compiler such as g++ (10 or newer) or clang++ (set CXX to choose one)")
+        missing.append(
+            "a C++20 compiler such as g++ (10 or newer) or clang++ (set CXX to choose one)"
+        )
     if missing:
-        raise ToolchainMissing(f"the C++ inference program needs {' and '.join(missing)}. {INSTALL_HINT}")
+        raise ToolchainMissing(
+            f"the C++ inference program needs {' and '.join(missing)}. {INSTALL_HINT}"
+        )
 
 
 def _cached(build_dir: Path, name: str) -> str | None:
@@ -204,7 +250,11 @@ def _cached(build_dir: Path, name: str) -> str | None:
     cache = build_dir / "CMakeCache.txt"
     if not cache.is_file():
         return None
-    found = re.search(rf"^{name}:[A-Z]+=(.*)$", cache.read_text(encoding="utf-8", errors="replace"), re.M)
+    found = re.search(
+        rf"^{name}:[A-Z]+=(.*)$",
+        cache.read_text(encoding="utf-8", errors="replace"),
+        re.M,
+    )
     return found[1] if found else None
 
 
@@ -230,7 +280,9 @@ def _run(command: list[str], what: str) -> str:
     output = result.stdout + result.stderr
     if result.returncode != 0:
         tail = "\n".join(output.splitlines()[-40:])
-        raise RuntimeError(f"{what} failed (exit code {result.returncode}): {' '.join(command)}\n{tail}")
+        raise RuntimeError(
+            f"{what} failed (exit code {result.returncode}): {' '.join(command)}\n{tail}"
+        )
     return output
 
 
@@ -241,8 +293,12 @@ def _forget_configuration(build_dir: Path) -> None:
         elif stale.exists():
             stale.unlink()
 
-def build_cpp_inference(build_dir: Path | str = DEFAULT_BUILD_DIR, *, cmake_args: tuple[str, ...] = (),
-                        jobs: int | None = None) -> Build:
+def build_cpp_inference(
+    build_dir: Path | str = DEFAULT_BUILD_DIR,
+    *,
+    cmake_args: tuple[str, ...] = (),
+    jobs: int | None = None,
+) -> Build:
     """Configure (if needed) and build cpp/inference in `build_dir`; return the result.
 
     cmake_args: extra configure options, e.g. ("-DCLASSIFY_TORCH_LINK=CPU",). Without an explicit
@@ -252,12 +308,18 @@ def build_cpp_inference(build_dir: Path | str = DEFAULT_BUILD_DIR, *, cmake_args
     check_toolchain()
     build_dir = Path(build_dir)
     command = configure_command(build_dir, tuple(cmake_args))
-    record = build_dir / ".configure-command"  # the command last run, to notice when it changes
+    record = (
+        build_dir / ".configure-command"
+    )  # the command last run, to notice when it changes
     start = time.perf_counter()
     fallback_reason = None
     with _locked(build_dir):
-        configured = not record.is_file() or record.read_text(encoding="utf-8") != "\n".join(command)
-        if configured:  # first build, or another torch or other options: configure afresh
+        configured = not record.is_file() or record.read_text(
+            encoding="utf-8"
+        ) != "\n".join(command)
+        if (
+            configured
+        ):  # first build, or another torch or other options: configure afresh
             record.unlink(missing_ok=True)
             _forget_configuration(build_dir)
             try:
@@ -267,28 +329,54 @@ def build_cpp_inference(build_dir: Path | str = DEFAULT_BUILD_DIR, *, cmake_args
                     raise
                 fallback_reason = str(error)
                 _forget_configuration(build_dir)
-                _run(command + ["-DCLASSIFY_TORCH_LINK=CPU"], "configuring the C++ inference program (CPU link mode)")
+                _run(
+                    command + ["-DCLASSIFY_TORCH_LINK=CPU"],
+                    "configuring the C++ inference program (CPU link mode)",
+                )
             record.write_text("\n".join(command), encoding="utf-8")
         _run(build_command(build_dir, jobs), "building the C++ inference program")
     executable = build_dir / EXECUTABLE_NAME
     if not executable.is_file():
         raise RuntimeError(f"the build finished but {executable} does not exist")
     link_mode = _cached(build_dir, "CLASSIFY_LINK_MODE") or "?"
-    return Build(executable, time.perf_counter() - start, configured, link_mode, fallback_reason)
+    return Build(
+        executable, time.perf_counter() - start, configured, link_mode, fallback_reason
+    )
 
 
-def run_cpp_inference(executable: Path | str, model: Path | str, images: Path | str, labels: Path | str | None = None,
-                      *, threads: int | None = None, batch_size: int = 1000, show: int = 5) -> Run:
+def run_cpp_inference(
+    executable: Path | str,
+    model: Path | str,
+    images: Path | str,
+    labels: Path | str | None = None,
+    *,
+    threads: int | None = None,
+    batch_size: int = 1000,
+    show: int = 5,
+) -> Run:
     """Run the program on an IDX image file; return its output, predictions and logits."""
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "predictions.csv"
-        command = [str(executable), str(model), str(images)] + ([str(labels)] if labels else [])
-        command += ["--batch-size", str(batch_size), "--show", str(show), "--output", str(output)]
+        command = [str(executable), str(model), str(images)] + (
+            [str(labels)] if labels else []
+        )
+        command += [
+            "--batch-size",
+            str(batch_size),
+            "--show",
+            str(show),
+            "--output",
+            str(output),
+        ]
         if threads:
             command += ["--threads", str(threads)]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
-            raise RuntimeError(f"{Path(executable).name} failed (exit code {result.returncode}): {result.stderr.strip()}")
+            raise RuntimeError(
+                f"{Path(executable).name} failed (exit code {result.returncode}): {result.stderr.strip()}"
+            )
         table = np.loadtxt(output, delimiter=",", dtype=np.float64, ndmin=2)
     # The program prints 9 significant digits, enough to give back every float32 exactly.
-    return Run(result.stdout, table[:, 0].astype(np.int64), table[:, 1:].astype(np.float32))
+    return Run(
+        result.stdout, table[:, 0].astype(np.int64), table[:, 1:].astype(np.float32)
+    )
