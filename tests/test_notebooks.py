@@ -1,6 +1,8 @@
 """Rules for the committed notebooks that nbval itself does not enforce."""
 
 import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -184,3 +186,12 @@ def test_every_taught_chapter_ends_with_exercises_that_have_worked_solutions(pat
     for cell in nb.cells:
         if cell.cell_type == "markdown" and re.search(r"^#+ Exercises", cell.source, re.M):
             assert not re.search(r"^\s*1\. ", cell.source, re.M), "a numbered list of exercises without solutions"
+
+
+def test_notebook_code_is_formatted_to_the_website_column():
+    """Code cells are formatted (`make format`, ruff at 88 columns: the width of a code cell on
+    the website at 1400x900), so they do not scroll sideways."""
+    ruff = Path(sys.executable).with_name("ruff")
+    result = subprocess.run([str(ruff), "format", "--check", "chapters"], cwd=REPO_ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
