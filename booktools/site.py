@@ -6,7 +6,8 @@
 - The Sphinx extension (listed in `_config.yml`) stamps every chapter with what produced its
   stored outputs (written by `make refresh`/`make notebook` into the notebook's metadata) and
   what strict nbval compares on it; hides the Colab bootstrap cell, which a website reader
-  never needs (it stays in the notebook); and drops scripts the theme includes twice.
+  never needs (it stays in the notebook); drops scripts the theme includes twice; and writes
+  an index.html with a title.
 
     python -m booktools.site fetch-mathjax
 """
@@ -136,6 +137,19 @@ def _drop_bootstrap_cells(app, doctree):
             node.parent.remove(node)
 
 
+def _write_index(app, exception):
+    """The site's index.html: a redirect to the first page, with a title and a link (the
+    default one, written by sphinx-external-toc only where none exists, has neither)."""
+    if exception is not None or "html" not in app.builder.format or app.config.root_doc == "index":
+        return
+    target = f"{app.config.root_doc}.html"
+    title = html.escape(app.config.html_title or app.config.project)
+    (Path(app.outdir) / "index.html").write_text(
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n'
+        f'<meta http-equiv="Refresh" content="0; url={target}">\n</head>\n'
+        f'<body><p><a href="{target}">{title}</a></p></body>\n</html>\n', encoding="utf-8")
+
+
 def _static_path(app):
     app.config.html_static_path.append(str(Path(__file__).with_name("site_static")))
 
@@ -144,6 +158,7 @@ def setup(app):
     app.connect("builder-inited", _static_path)
     app.connect("doctree-read", _drop_bootstrap_cells)
     app.connect("html-page-context", _on_page, priority=900)  # after the theme has added its scripts
+    app.connect("build-finished", _write_index, priority=400)  # before sphinx-external-toc's
     app.add_css_file("book.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 

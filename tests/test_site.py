@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -279,6 +280,18 @@ def test_no_broken_internal_links_or_anchors(site):
             elif url.fragment and target.suffix == ".html" and url.fragment not in pages[target].ids:
                 broken.append(f"{path.relative_to(site)}: {href} (no such anchor)")
     assert broken == []
+
+
+def test_index_page_has_a_title_and_leads_to_the_intro(browser, server):
+    visit = Visit(browser, server, "index.html", DESKTOP)
+    try:
+        visit.page.wait_for_url("**/intro.html")
+        assert visit.page.title().startswith("PyTorch from the Inside")
+        assert visit.errors == []
+    finally:
+        visit.close()
+    with urllib.request.urlopen(server + "index.html") as response:
+        assert "<title>PyTorch from the Inside</title>" in response.read().decode()
 
 
 def test_mathjax_is_served_by_the_site(site):
