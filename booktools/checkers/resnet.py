@@ -16,17 +16,7 @@ import torch
 from torch import nn
 
 from booktools.checkers import fail, passed
-
-
-def _randomize_batchnorm(module: nn.Module, generator: torch.Generator) -> None:
-    with torch.no_grad():
-        for m in module.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                n = m.num_features
-                m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
-                m.bias.copy_(torch.randn(n, generator=generator) * 0.1)
-                m.running_mean.copy_(torch.randn(n, generator=generator) * 0.1)
-                m.running_var.copy_(torch.rand(n, generator=generator) + 0.5)
+from booktools.generated.resnet import randomize_batchnorm
 
 
 def _projection(in_channels: int, out_channels: int, stride: int) -> nn.Module:
@@ -73,7 +63,7 @@ def _check_block(exercise: str, Block, Reference, cases, size: int = 9, seed: in
             if got[key].shape != tensor.shape:
                 fail(exercise, f"{label}: {key} has shape {tuple(got[key].shape)}, "
                                f"torchvision's has {tuple(tensor.shape)}")
-        _randomize_batchnorm(theirs, generator)
+        randomize_batchnorm(theirs, generator)
         ours.load_state_dict(theirs.state_dict(), strict=True)
         theirs.eval()
         ours.eval()
@@ -142,7 +132,7 @@ def check_notes_to_torchvision(rename) -> None:
     for depth in (18, 50):
         torch.manual_seed(depth)
         notes_model = notes_resnet(depth)
-        _randomize_batchnorm(notes_model, torch.Generator().manual_seed(depth))  # every tensor distinct
+        randomize_batchnorm(notes_model, torch.Generator().manual_seed(depth))  # every tensor distinct
         notes = notes_model.state_dict()
         with torch.device("meta"):
             target = getattr(torchvision.models, f"resnet{depth}")(weights=None).state_dict()
@@ -184,7 +174,7 @@ def check_bias_folding(fold) -> None:
         torch.manual_seed(in_channels)
         conv = nn.Conv2d(in_channels, out_channels, kernel, stride=stride, padding=kernel // 2)
         bn = nn.BatchNorm2d(out_channels)
-        _randomize_batchnorm(bn, generator)
+        randomize_batchnorm(bn, generator)
         with torch.no_grad():
             conv.bias.normal_(generator=generator)
         conv.eval()
