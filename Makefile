@@ -6,6 +6,7 @@
 #   make serve                     serve the built website on http://127.0.0.1:8000
 #   make test                      run every test: unit tests, extension tests, strict nbval
 #   make test-avx2                 strict nbval of every notebook as on a CPU without AVX-512
+#   make test-clang                build the extension with Clang (CPU kernels) and run its tests
 #   make refresh                   re-execute all notebooks and store their outputs
 #   make notebook NB=chapters/tensors.ipynb   execute one notebook, store and check its outputs
 #   make sync                      rewrite the Colab bootstrap cells; write booktools/generated/ from `#| export` cells
@@ -23,7 +24,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book serve mathjax format test test-avx2 refresh notebook sync check bench clean
+.PHONY: setup book serve mathjax format test test-avx2 test-clang refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -62,6 +63,17 @@ test: setup
 
 test-avx2: setup
 	$(AVX2_ONLY) $(PY) -m pytest chapters
+
+# The extension must build with Clang too (Debian: apt-get install clang libomp-dev): a scratch
+# copy of ext/ is built in place with CC=clang (CPU kernels only) and its tests run against it.
+CLANG_DIR := _build/clang-ext
+test-clang: setup
+	rm -rf $(CLANG_DIR) && mkdir -p $(CLANG_DIR)
+	cp -r ext/. $(CLANG_DIR)/
+	rm -rf $(CLANG_DIR)/build $(CLANG_DIR)/*.egg-info && find $(CLANG_DIR) -name '*.so' -delete
+	cd $(CLANG_DIR) && CC=clang CXX=clang++ MYLINEAROPS_CUDA=0 $(abspath $(PY)) setup.py -q build_ext --inplace
+	cd $(CLANG_DIR) && MYLINEAROPS_CUDA=0 MYLINEAROPS_EXPECT_COMPILER=clang PYTHONPATH=. \
+	    $(abspath $(PY)) -m pytest -q -p no:cacheprovider tests
 
 refresh: setup
 	$(PY) -m booktools.nbtools refresh

@@ -6,9 +6,9 @@ Notebooks import from here instead of pasting set-up code into every chapter:
     setup_notebook()
 
 Infrastructure only: notebook set-up (notebook, colab, paths), evidence helpers (source,
-profiling, autograd_graph, benchmark, extension), data (data), the SQL engines (sql,
-leetcode30), the notebook tools (nbtools) and the website (site). Lesson code is written in
-the chapters; what other chapters and tests reuse is exported to `booktools.generated`
+profiling, autograd_graph, benchmark, extension), data (data), the SQL engines and Part
+IV's checkers (sql, leetcode30, display), the notebook tools (nbtools) and the website
+(site). Lesson code is written in the chapters; what other chapters and tests reuse is exported to `booktools.generated`
 (`make sync`). `booktools.checkers` holds the exercises' checkers.
 """
 

@@ -1,23 +1,32 @@
-"""The 30 problems of LeetCode's "30 Days of Pandas" study plan, each solved twice (Part IV).
+"""LeetCode's study plan "30 Days of Pandas" (Part IV): the problems, their cases, the checkers.
 
-For every problem this module holds the one copy of
+This module holds no solutions. The reader writes them in the chapters, one pandas function
+with LeetCode's name and signature and one MySQL text per problem, and checks them with
 
-- the pandas solution: a function with LeetCode's name and signature;
-- the MySQL solution: a string constant named after the function (`BIG_COUNTRIES_SQL`);
-- a `Problem` entry in `PROBLEMS`: number, title, section, whether the result order matters,
-  and the folder of its input tables in data/leetcode-pandas/ (schema.sql and one CSV per table;
-  sub-folders hold extra cases).
+    check(595, big_countries)                  # the pandas function, on every case
+    check_sql(595, "SELECT name, ... ")        # the MySQL text, on DuckDB (or $BOOK_MYSQL_URL)
 
-The notebooks show the functions with `show`, and `solve` runs both solutions on the same
-tables (pandas directly; the MySQL on DuckDB, or on the server in $BOOK_MYSQL_URL) and fails
-unless the results agree. The tests run every problem the same way, and on MariaDB.
+The book's own solutions are the chapters' cells marked `#| export` (function `big_countries`,
+text `BIG_COUNTRIES_SQL`); `make sync` writes them to booktools/generated/sql_*.py, where the
+tests find them (`Problem.reference`).
+
+Each problem has a folder in data/leetcode-pandas/ with `schema.sql` (MySQL DDL, tables in the
+order of the function's arguments) and cases, one folder each: `example/` (the statement's
+example) and the book's adversarial cases (the folder itself is case "book"; sub-folders are
+more). A case holds one CSV per table and `expected.json`, the answer every solution must give:
+typed from the statement for `example/`, written by `python -m booktools.leetcode30 expect`
+from the book's solutions (after pandas and DuckDB agree) for the others.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import inspect
+import json
 import re
-import warnings
+import sys
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -26,454 +35,23 @@ from typing import Callable
 import pandas as pd
 
 from booktools import sql
+from booktools.checkers import CheckFailed, fail  # noqa: F401  (lc.CheckFailed for the chapters)
 from booktools.paths import DATA_DIR
 
 DATA = DATA_DIR / "leetcode-pandas"
+PLAN_URL = "https://leetcode.com/studyplan/30-days-of-pandas/"
 
-
-# =============================================================== 1. Filtering and misc
-def big_countries(world: pd.DataFrame) -> pd.DataFrame:
-    big = (world["area"] >= 3_000_000) | (world["population"] >= 25_000_000)
-    return world.loc[big, ["name", "population", "area"]]
-
-
-BIG_COUNTRIES_SQL = """
-SELECT name, population, area
-FROM World
-WHERE area >= 3000000 OR population >= 25000000
-"""
-
-
-def find_products(products: pd.DataFrame) -> pd.DataFrame:
-    wanted = (products["low_fats"] == "Y") & (products["recyclable"] == "Y")
-    return products.loc[wanted, ["product_id"]]
-
-
-FIND_PRODUCTS_SQL = """
-SELECT product_id
-FROM Products
-WHERE low_fats = 'Y' AND recyclable = 'Y'
-"""
-
-
-def find_customers(customers: pd.DataFrame, orders: pd.DataFrame) -> pd.DataFrame:
-    never_ordered = ~customers["id"].isin(orders["customerId"])
-    return customers.loc[never_ordered, ["name"]].rename(columns={"name": "Customers"})
-
-
-FIND_CUSTOMERS_SQL = """
-SELECT c.name AS Customers
-FROM Customers AS c
-LEFT JOIN Orders AS o ON o.customerId = c.id
-WHERE o.id IS NULL
-"""
-
-
-def article_views(views: pd.DataFrame) -> pd.DataFrame:
-    own = views.loc[views["author_id"] == views["viewer_id"], ["author_id"]]
-    return own.drop_duplicates().sort_values("author_id").rename(columns={"author_id": "id"})
-
-
-ARTICLE_VIEWS_SQL = """
-SELECT DISTINCT author_id AS id
-FROM Views
-WHERE author_id = viewer_id
-ORDER BY id
-"""
-
-
-# =============================================================== 2. String methods
-def invalid_tweets(tweets: pd.DataFrame) -> pd.DataFrame:
-    return tweets.loc[tweets["content"].str.len() > 15, ["tweet_id"]]
-
-
-INVALID_TWEETS_SQL = """
-SELECT tweet_id
-FROM Tweets
-WHERE CHAR_LENGTH(content) > 15
-"""
-
-
-def calculate_special_bonus(employees: pd.DataFrame) -> pd.DataFrame:
-    eligible = (employees["employee_id"] % 2 == 1) & ~employees["name"].str.startswith("M")
-    bonus = employees["salary"].where(eligible, 0)
-    return employees[["employee_id"]].assign(bonus=bonus).sort_values("employee_id")
-
-
-CALCULATE_SPECIAL_BONUS_SQL = """
-SELECT employee_id,
-       CASE WHEN employee_id % 2 = 1 AND name NOT LIKE 'M%' THEN salary ELSE 0 END AS bonus
-FROM Employees
-ORDER BY employee_id
-"""
-
-
-def fix_names(users: pd.DataFrame) -> pd.DataFrame:
-    return users.assign(name=users["name"].str.capitalize()).sort_values("user_id")
-
-
-FIX_NAMES_SQL = """
-SELECT user_id, CONCAT(UPPER(LEFT(name, 1)), LOWER(SUBSTRING(name, 2))) AS name
-FROM Users
-ORDER BY user_id
-"""
-
-
-def valid_emails(users: pd.DataFrame) -> pd.DataFrame:
-    valid = users["mail"].str.fullmatch(r"[A-Za-z][A-Za-z0-9_.-]*@leetcode\.com")
-    return users.loc[valid]
-
-
-VALID_EMAILS_SQL = """
-SELECT user_id, name, mail
-FROM Users
-WHERE mail REGEXP '(?-i)^[A-Za-z][A-Za-z0-9_.-]*@leetcode[.]com$'
-"""
-
-
-def find_patients(patients: pd.DataFrame) -> pd.DataFrame:
-    return patients.loc[patients["conditions"].str.contains(r"(?:^| )DIAB1")]
-
-
-FIND_PATIENTS_SQL = """
-SELECT patient_id, patient_name, conditions
-FROM Patients
-WHERE conditions LIKE 'DIAB1%' OR conditions LIKE '% DIAB1%'
-"""
-
-
-# =============================================================== 3. Data manipulation
-def nth_highest_salary(employee: pd.DataFrame, N: int) -> pd.DataFrame:
-    distinct = employee["salary"].drop_duplicates().sort_values(ascending=False)
-    value = distinct.iloc[N - 1] if 1 <= N <= len(distinct) else None
-    return pd.DataFrame({f"getNthHighestSalary({N})": pd.array([value], dtype="Int64")})
-
-
-# LeetCode wants a stored function; {N} is filled in before the query runs (see the chapter).
-NTH_HIGHEST_SALARY_SQL = """
-SELECT (
-    SELECT DISTINCT salary
-    FROM (SELECT salary, DENSE_RANK() OVER (ORDER BY salary DESC) AS salary_rank
-          FROM Employee) AS ranked
-    WHERE salary_rank = {N}
-) AS `getNthHighestSalary({N})`
-"""
-
-# LeetCode's own form of 177: a stored function (MySQL/MariaDB only; the MariaDB test runs it).
-NTH_HIGHEST_SALARY_FUNCTION = """
-CREATE FUNCTION getNthHighestSalary(N INT) RETURNS INT
-BEGIN
-    SET N = N - 1;
-    RETURN (SELECT DISTINCT salary FROM Employee ORDER BY salary DESC LIMIT 1 OFFSET N);
-END
-"""
-
-
-def second_highest_salary(employee: pd.DataFrame) -> pd.DataFrame:
-    top_two = employee["salary"].drop_duplicates().nlargest(2)
-    value = top_two.iloc[1] if len(top_two) == 2 else None
-    return pd.DataFrame({"SecondHighestSalary": pd.array([value], dtype="Int64")})
-
-
-SECOND_HIGHEST_SALARY_SQL = """
-SELECT (
-    SELECT DISTINCT salary
-    FROM Employee
-    ORDER BY salary DESC
-    LIMIT 1 OFFSET 1
-) AS SecondHighestSalary
-"""
-
-
-def department_highest_salary(employee: pd.DataFrame, department: pd.DataFrame) -> pd.DataFrame:
-    is_top = employee["salary"] == employee.groupby("departmentId")["salary"].transform("max")
-    top = employee.loc[is_top].merge(department, left_on="departmentId", right_on="id",
-                                     suffixes=("_employee", "_department"))
-    return top.rename(columns={"name_department": "Department", "name_employee": "Employee",
-                               "salary": "Salary"})[["Department", "Employee", "Salary"]]
-
-
-DEPARTMENT_HIGHEST_SALARY_SQL = """
-SELECT Department, Employee, Salary
-FROM (
-    SELECT d.name AS Department, e.name AS Employee, e.salary AS Salary,
-           RANK() OVER (PARTITION BY e.departmentId ORDER BY e.salary DESC) AS salary_rank
-    FROM Employee AS e
-    JOIN Department AS d ON d.id = e.departmentId
-) AS ranked
-WHERE salary_rank = 1
-"""
-
-
-def order_scores(scores: pd.DataFrame) -> pd.DataFrame:
-    rank = scores["score"].rank(method="dense", ascending=False).astype("int64")
-    return scores.assign(rank=rank).sort_values("score", ascending=False)[["score", "rank"]]
-
-
-ORDER_SCORES_SQL = """
-SELECT score, DENSE_RANK() OVER (ORDER BY score DESC) AS `rank`
-FROM Scores
-ORDER BY score DESC
-"""
-
-
-def delete_duplicate_emails(person: pd.DataFrame) -> None:
-    # LeetCode checks `person` itself after the call, so rows must go in place. pandas 3.1
-    # deprecates inplace=True for methods that change the shape (PDEP-8); we do it knowingly.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pd.errors.Pandas4Warning)
-        person.sort_values("id", inplace=True)
-        person.drop_duplicates(subset="email", keep="first", inplace=True)
-
-
-DELETE_DUPLICATE_EMAILS_SQL = """
-DELETE p
-FROM Person AS p
-JOIN Person AS keeper ON keeper.email = p.email AND keeper.id < p.id
-"""
-
-
-def rearrange_products_table(products: pd.DataFrame) -> pd.DataFrame:
-    long = products.melt(id_vars="product_id", value_vars=["store1", "store2", "store3"],
-                         var_name="store", value_name="price")
-    return long.dropna(subset=["price"])
-
-
-REARRANGE_PRODUCTS_TABLE_SQL = """
-SELECT product_id, 'store1' AS store, store1 AS price FROM Products WHERE store1 IS NOT NULL
-UNION ALL
-SELECT product_id, 'store2', store2 FROM Products WHERE store2 IS NOT NULL
-UNION ALL
-SELECT product_id, 'store3', store3 FROM Products WHERE store3 IS NOT NULL
-"""
-
-
-# =============================================================== 4. Data statistics
-def count_rich_customers(store: pd.DataFrame) -> pd.DataFrame:
-    rich = store.loc[store["amount"] > 500, "customer_id"].nunique()
-    return pd.DataFrame({"rich_count": [rich]})
-
-
-COUNT_RICH_CUSTOMERS_SQL = """
-SELECT COUNT(DISTINCT customer_id) AS rich_count
-FROM Store
-WHERE amount > 500
-"""
-
-
-def food_delivery(delivery: pd.DataFrame) -> pd.DataFrame:
-    immediate = delivery["order_date"] == delivery["customer_pref_delivery_date"]
-    return pd.DataFrame({"immediate_percentage": [round(100 * immediate.mean(), 2)]})
-
-
-FOOD_DELIVERY_SQL = """
-SELECT ROUND(100 * AVG(order_date = customer_pref_delivery_date), 2) AS immediate_percentage
-FROM Delivery
-"""
-
-
-def users_percentage(users: pd.DataFrame, register: pd.DataFrame) -> pd.DataFrame:
-    result = register.groupby("contest_id", as_index=False).agg(registered=("user_id", "nunique"))
-    result["percentage"] = (100 * result["registered"] / len(users)).round(2)
-    return result.sort_values(["percentage", "contest_id"], ascending=[False, True])[["contest_id", "percentage"]]
-
-
-USERS_PERCENTAGE_SQL = """
-SELECT contest_id,
-       ROUND(100 * COUNT(user_id) / (SELECT COUNT(*) FROM Users), 2) AS percentage
-FROM Register
-GROUP BY contest_id
-ORDER BY percentage DESC, contest_id
-"""
-
-
-# =============================================================== 5. Grouping
-def queries_stats(queries: pd.DataFrame) -> pd.DataFrame:
-    per_query = queries.assign(quality=queries["rating"] / queries["position"],
-                               poor_query_percentage=100 * (queries["rating"] < 3))
-    stats = per_query.groupby("query_name", as_index=False)[["quality", "poor_query_percentage"]].mean()
-    return stats.round(2)
-
-
-QUERIES_STATS_SQL = """
-SELECT query_name,
-       ROUND(AVG(rating / position), 2) AS quality,
-       ROUND(100 * AVG(rating < 3), 2) AS poor_query_percentage
-FROM Queries
-GROUP BY query_name
-"""
-
-
-def sales_analysis(product: pd.DataFrame, sales: pd.DataFrame) -> pd.DataFrame:
-    dates = sales.groupby("product_id")["sale_date"].agg(["min", "max"])
-    only_q1 = dates.index[(dates["min"] >= "2019-01-01") & (dates["max"] <= "2019-03-31")]
-    return product.loc[product["product_id"].isin(only_q1), ["product_id", "product_name"]]
-
-
-SALES_ANALYSIS_SQL = """
-SELECT p.product_id, p.product_name
-FROM Product AS p
-JOIN Sales AS s ON s.product_id = p.product_id
-GROUP BY p.product_id, p.product_name
-HAVING MIN(s.sale_date) >= '2019-01-01' AND MAX(s.sale_date) <= '2019-03-31'
-"""
-
-
-def count_unique_subjects(teacher: pd.DataFrame) -> pd.DataFrame:
-    return teacher.groupby("teacher_id", as_index=False).agg(cnt=("subject_id", "nunique"))
-
-
-COUNT_UNIQUE_SUBJECTS_SQL = """
-SELECT teacher_id, COUNT(DISTINCT subject_id) AS cnt
-FROM Teacher
-GROUP BY teacher_id
-"""
-
-
-def find_classes(courses: pd.DataFrame) -> pd.DataFrame:
-    size = courses.groupby("class", as_index=False).agg(students=("student", "nunique"))
-    return size.loc[size["students"] >= 5, ["class"]]
-
-
-FIND_CLASSES_SQL = """
-SELECT class
-FROM Courses
-GROUP BY class
-HAVING COUNT(DISTINCT student) >= 5
-"""
-
-
-def largest_orders(orders: pd.DataFrame) -> pd.DataFrame:
-    top = orders["customer_number"].value_counts().index[:1]
-    return pd.DataFrame({"customer_number": top})
-
-
-LARGEST_ORDERS_SQL = """
-SELECT customer_number
-FROM Orders
-GROUP BY customer_number
-ORDER BY COUNT(*) DESC
-LIMIT 1
-"""
-
-
-def categorize_products(activities: pd.DataFrame) -> pd.DataFrame:
-    by_date = activities.groupby("sell_date")["product"]
-    result = by_date.agg(num_sold="nunique", products=lambda p: ",".join(sorted(p.unique())))
-    return result.reset_index().sort_values("sell_date")
-
-
-CATEGORIZE_PRODUCTS_SQL = """
-SELECT sell_date,
-       COUNT(DISTINCT product) AS num_sold,
-       GROUP_CONCAT(DISTINCT product ORDER BY product SEPARATOR ',') AS products
-FROM Activities
-GROUP BY sell_date
-ORDER BY sell_date
-"""
-
-
-def daily_leads_and_partners(daily_sales: pd.DataFrame) -> pd.DataFrame:
-    return daily_sales.groupby(["date_id", "make_name"], as_index=False).agg(
-        unique_leads=("lead_id", "nunique"), unique_partners=("partner_id", "nunique"))
-
-
-DAILY_LEADS_AND_PARTNERS_SQL = """
-SELECT date_id, make_name,
-       COUNT(DISTINCT lead_id) AS unique_leads,
-       COUNT(DISTINCT partner_id) AS unique_partners
-FROM DailySales
-GROUP BY date_id, make_name
-"""
-
-
-def actors_and_directors(actor_director: pd.DataFrame) -> pd.DataFrame:
-    films = actor_director.groupby(["actor_id", "director_id"]).size().reset_index(name="films")
-    return films.loc[films["films"] >= 3, ["actor_id", "director_id"]]
-
-
-ACTORS_AND_DIRECTORS_SQL = """
-SELECT actor_id, director_id
-FROM ActorDirector
-GROUP BY actor_id, director_id
-HAVING COUNT(*) >= 3
-"""
-
-
-# =============================================================== 6. Merging
-def replace_employee_id(employees: pd.DataFrame, employee_uni: pd.DataFrame) -> pd.DataFrame:
-    return employees.merge(employee_uni, on="id", how="left")[["unique_id", "name"]]
-
-
-REPLACE_EMPLOYEE_ID_SQL = """
-SELECT u.unique_id, e.name
-FROM Employees AS e
-LEFT JOIN EmployeeUNI AS u ON u.id = e.id
-"""
-
-
-def students_and_examinations(students: pd.DataFrame, subjects: pd.DataFrame,
-                              examinations: pd.DataFrame) -> pd.DataFrame:
-    every_pair = students.merge(subjects, how="cross")
-    taken = examinations.groupby(["student_id", "subject_name"]).size().reset_index(name="attended_exams")
-    result = every_pair.merge(taken, on=["student_id", "subject_name"], how="left")
-    result["attended_exams"] = result["attended_exams"].fillna(0).astype("int64")
-    return result.sort_values(["student_id", "subject_name"])
-
-
-STUDENTS_AND_EXAMINATIONS_SQL = """
-SELECT s.student_id, s.student_name, sub.subject_name, COUNT(e.student_id) AS attended_exams
-FROM Students AS s
-CROSS JOIN Subjects AS sub
-LEFT JOIN Examinations AS e
-       ON e.student_id = s.student_id AND e.subject_name = sub.subject_name
-GROUP BY s.student_id, s.student_name, sub.subject_name
-ORDER BY s.student_id, sub.subject_name
-"""
-
-
-def find_managers(employee: pd.DataFrame) -> pd.DataFrame:
-    reports = employee.groupby("managerId").size()
-    return employee.loc[employee["id"].isin(reports.index[reports >= 5]), ["name"]]
-
-
-FIND_MANAGERS_SQL = """
-SELECT m.name
-FROM Employee AS m
-JOIN Employee AS e ON e.managerId = m.id
-GROUP BY m.id, m.name
-HAVING COUNT(*) >= 5
-"""
-
-
-def count_salary_categories(accounts: pd.DataFrame) -> pd.DataFrame:
-    income = accounts["income"]
-    counts = {
-        "Low Salary": (income < 20000).sum(),
-        "Average Salary": income.between(20000, 50000).sum(),
-        "High Salary": (income > 50000).sum(),
-    }
-    return pd.DataFrame({"category": list(counts), "accounts_count": list(counts.values())})
-
-
-COUNT_SALARY_CATEGORIES_SQL = """
-SELECT 'Low Salary' AS category, COUNT(*) AS accounts_count FROM Accounts WHERE income < 20000
-UNION ALL
-SELECT 'Average Salary', COUNT(*) FROM Accounts WHERE income BETWEEN 20000 AND 50000
-UNION ALL
-SELECT 'High Salary', COUNT(*) FROM Accounts WHERE income > 50000
-"""
-
-
-# ============================================================================ the registry
+# The plan's six sections, in its order, and the chapter that teaches each.
 SECTIONS = {
-    1: "Filtering and misc",
-    2: "String methods",
-    3: "Data manipulation",
-    4: "Data statistics",
-    5: "Grouping",
-    6: "Merging",
+    1: ("Data filtering", "sql_1_filtering"),
+    2: ("String methods", "sql_2_strings"),
+    3: ("Data manipulation", "sql_3_manipulation"),
+    4: ("Statistics", "sql_4_statistics"),
+    5: ("Data aggregation", "sql_5_aggregation"),
+    6: ("Data integration", "sql_6_integration"),
 }
+EXAMPLE = "example"  # the statement's example
+BOOK = "book"  # the book's own tables, in the problem's folder itself
 
 
 def snake_case(table_name: str) -> str:
@@ -486,126 +64,125 @@ class Problem:
     number: int
     title: str
     section: int
-    solution: Callable
-    mysql: str
-    ordered: bool = False  # the problem prescribes the row order (the SQL has ORDER BY)
-    modifies: str | None = None  # the solution changes this table in place (SQL: DELETE)
-    params: tuple[dict, ...] = ({},)  # parameter sets for solution and SQL; the first is the default
+    name: str  # LeetCode's pandas function name; the MySQL text is NAME_SQL
+    ordered: bool = False  # the statement prescribes the row order
+    modifies: str | None = None  # the answer is this table after the solution changed it in place
+    params: tuple[dict, ...] = ({},)  # extra arguments of the function; the first is the default
+    in_plan: bool = True  # False: a problem the book adds "beyond the plan"
 
     @property
-    def name(self) -> str:
-        return self.solution.__name__
+    def sql_name(self) -> str:
+        return f"{self.name.upper()}_SQL"
+
+    @property
+    def chapter(self) -> str:
+        return SECTIONS[self.section][1]
 
     @cached_property
     def folder(self) -> Path:
-        (found,) = DATA.glob(f"{self.number:04d}-*/")
-        return found
-
-    @property
-    def slug(self) -> str:
-        return self.folder.name[5:]
+        found = list(DATA.glob(f"{self.number:04d}-*/"))
+        if len(found) != 1:
+            raise FileNotFoundError(f"problem {self.number}: expected one folder {DATA}/{self.number:04d}-*/")
+        return found[0]
 
     @property
     def url(self) -> str:
-        return f"https://leetcode.com/problems/{self.slug}/"
+        return f"https://leetcode.com/problems/{self.folder.name[5:]}/"
 
     @cached_property
     def schemas(self) -> dict[str, sql.TableSchema]:
         return sql.parse_schema((self.folder / "schema.sql").read_text(encoding="utf-8"))
 
     @property
-    def cases(self) -> list[str]:
-        """Names of the extra input cases (sub-folders); the main case is ""."""
-        return [""] + sorted(p.name for p in self.folder.iterdir() if p.is_dir())
+    def arguments(self) -> list[str]:
+        """The function's parameters, as LeetCode names them: one per table, then the extras."""
+        return [snake_case(t) for t in self.schemas] + list(self.params[0])
 
-    def tables(self, case: str = "", string_dtype: str = "str") -> dict[str, pd.DataFrame]:
-        """The input tables, in the order of the solution's arguments."""
-        where = self.folder / case
+    @property
+    def cases(self) -> list[str]:
+        """The statement's example first, then the book's cases."""
+        extra = sorted(p.name for p in self.folder.iterdir() if p.is_dir() and p.name != EXAMPLE)
+        return [EXAMPLE, BOOK, *extra]
+
+    def case_dir(self, case: str) -> Path:
+        if case not in self.cases:
+            raise KeyError(f"problem {self.number} has no case {case!r}; cases: {', '.join(self.cases)}")
+        return self.folder if case == BOOK else self.folder / case
+
+    def tables(self, case: str = EXAMPLE, string_dtype: str = "str") -> dict[str, pd.DataFrame]:
+        """The input tables of a case, in the order of the function's arguments."""
+        where = self.case_dir(case)
         return {name: sql.read_csv_table(where / f"{name}.csv", schema, string_dtype)
                 for name, schema in self.schemas.items()}
 
-    def sql_text(self, params: dict | None = None) -> str:
-        params = self.params[0] if params is None else params
-        text = self.mysql.strip()
-        if params:
-            if not all(isinstance(v, int) for v in params.values()):
-                raise TypeError(f"parameters must be integers, got {params}")
-            text = text.format(**params)
-        return text
+    def expected(self, case: str = EXAMPLE) -> list[dict]:
+        """The answers of a case: [{"params": {...}, "columns": [...], "rows": [[...], ...]}, ...]."""
+        path = self.case_dir(case) / "expected.json"
+        if not path.is_file():
+            how = ("type the statement's example output into it" if case == EXAMPLE
+                   else f"run: python -m booktools.leetcode30 expect {self.number}")
+            raise FileNotFoundError(f"{path} is missing ({how})")
+        return json.loads(path.read_text(encoding="utf-8"))
 
-    def run_pandas(self, tables: dict[str, pd.DataFrame], params: dict | None = None) -> pd.DataFrame:
-        params = self.params[0] if params is None else params
-        args = {name: frame.copy() for name, frame in tables.items()}
-        result = self.solution(*args.values(), **params)
-        if self.modifies is not None:
-            if result is not None:
-                raise TypeError(f"{self.name} must modify its argument in place and return None")
-            return args[self.modifies]
-        return result
+    def sql_text(self, text: str, params: dict) -> str:
+        """The MySQL text with the extra arguments filled in (177's `{N}`)."""
+        return text.strip().format(**params) if params else text.strip()
 
-    def run_sql(self, tables: dict[str, pd.DataFrame], params: dict | None = None,
-                engine: sql.Engine | None = None) -> tuple[pd.DataFrame, list[str]]:
-        """The SQL result and the statements the engine actually ran."""
-        own = engine is None
-        engine = sql.open_engine() if own else engine
-        try:
-            engine.load(tables, self.schemas)
-            result = engine.execute(self.sql_text(params))
-            ran = engine.last_statements
-            if self.modifies is not None:
-                result = engine.table(self.modifies)
-            return result, ran
-        finally:
-            if own:
-                engine.close()
+    def reference(self) -> tuple[Callable, str]:
+        """The book's own solutions, as exported from the chapter by `make sync`."""
+        module = importlib.import_module(f"booktools.generated.{self.chapter}")
+        return getattr(module, self.name), getattr(module, self.sql_name)
 
 
 PROBLEMS = [
-    Problem(595, "Big Countries", 1, big_countries, BIG_COUNTRIES_SQL),
-    Problem(1757, "Recyclable and Low Fat Products", 1, find_products, FIND_PRODUCTS_SQL),
-    Problem(183, "Customers Who Never Order", 1, find_customers, FIND_CUSTOMERS_SQL),
-    Problem(1148, "Article Views I", 1, article_views, ARTICLE_VIEWS_SQL, ordered=True),
-    Problem(1683, "Invalid Tweets", 2, invalid_tweets, INVALID_TWEETS_SQL),
-    Problem(1873, "Calculate Special Bonus", 2, calculate_special_bonus, CALCULATE_SPECIAL_BONUS_SQL,
-            ordered=True),
-    Problem(1667, "Fix Names in a Table", 2, fix_names, FIX_NAMES_SQL, ordered=True),
-    Problem(1517, "Find Users With Valid E-Mails", 2, valid_emails, VALID_EMAILS_SQL),
-    Problem(1527, "Patients With a Condition", 2, find_patients, FIND_PATIENTS_SQL),
-    Problem(177, "Nth Highest Salary", 3, nth_highest_salary, NTH_HIGHEST_SALARY_SQL,
+    # 1. Data filtering
+    Problem(595, "Big Countries", 1, "big_countries"),
+    Problem(1757, "Recyclable and Low Fat Products", 1, "find_products"),
+    Problem(183, "Customers Who Never Order", 1, "find_customers"),
+    Problem(1148, "Article Views I", 1, "article_views", ordered=True),
+    # 2. String methods
+    Problem(1683, "Invalid Tweets", 2, "invalid_tweets"),
+    Problem(1873, "Calculate Special Bonus", 2, "calculate_special_bonus", ordered=True),
+    Problem(1667, "Fix Names in a Table", 2, "fix_names", ordered=True),
+    Problem(1517, "Find Users With Valid E-Mails", 2, "valid_emails"),
+    Problem(1527, "Patients With a Condition", 2, "find_patients"),
+    # 3. Data manipulation
+    Problem(177, "Nth Highest Salary", 3, "nth_highest_salary",
             params=({"N": 2}, {"N": 1}, {"N": 3}, {"N": 4}, {"N": 0})),
-    Problem(176, "Second Highest Salary", 3, second_highest_salary, SECOND_HIGHEST_SALARY_SQL),
-    Problem(184, "Department Highest Salary", 3, department_highest_salary, DEPARTMENT_HIGHEST_SALARY_SQL),
-    Problem(178, "Rank Scores", 3, order_scores, ORDER_SCORES_SQL, ordered=True),
-    Problem(196, "Delete Duplicate Emails", 3, delete_duplicate_emails, DELETE_DUPLICATE_EMAILS_SQL,
-            modifies="Person"),
-    Problem(1795, "Rearrange Products Table", 3, rearrange_products_table, REARRANGE_PRODUCTS_TABLE_SQL),
-    Problem(2082, "The Number of Rich Customers", 4, count_rich_customers, COUNT_RICH_CUSTOMERS_SQL),
-    Problem(1173, "Immediate Food Delivery I", 4, food_delivery, FOOD_DELIVERY_SQL),
-    Problem(1633, "Percentage of Users Attended a Contest", 4, users_percentage, USERS_PERCENTAGE_SQL,
-            ordered=True),
-    Problem(1211, "Queries Quality and Percentage", 5, queries_stats, QUERIES_STATS_SQL),
-    Problem(1084, "Sales Analysis III", 5, sales_analysis, SALES_ANALYSIS_SQL),
-    Problem(2356, "Number of Unique Subjects Taught by Each Teacher", 5, count_unique_subjects,
-            COUNT_UNIQUE_SUBJECTS_SQL),
-    Problem(596, "Classes More Than 5 Students", 5, find_classes, FIND_CLASSES_SQL),
-    Problem(586, "Customer Placing the Largest Number of Orders", 5, largest_orders, LARGEST_ORDERS_SQL),
-    Problem(1484, "Group Sold Products By The Date", 5, categorize_products, CATEGORIZE_PRODUCTS_SQL,
-            ordered=True),
-    Problem(1693, "Daily Leads and Partners", 5, daily_leads_and_partners, DAILY_LEADS_AND_PARTNERS_SQL),
-    Problem(1050, "Actors and Directors Who Cooperated At Least Three Times", 5, actors_and_directors,
-            ACTORS_AND_DIRECTORS_SQL),
-    Problem(1378, "Replace Employee ID With The Unique Identifier", 6, replace_employee_id,
-            REPLACE_EMPLOYEE_ID_SQL),
-    Problem(1280, "Students and Examinations", 6, students_and_examinations, STUDENTS_AND_EXAMINATIONS_SQL,
-            ordered=True),
-    Problem(570, "Managers with at Least 5 Direct Reports", 6, find_managers, FIND_MANAGERS_SQL),
-    Problem(1907, "Count Salary Categories", 6, count_salary_categories, COUNT_SALARY_CATEGORIES_SQL),
+    Problem(176, "Second Highest Salary", 3, "second_highest_salary"),
+    Problem(184, "Department Highest Salary", 3, "department_highest_salary"),
+    Problem(178, "Rank Scores", 3, "order_scores", ordered=True),
+    Problem(196, "Delete Duplicate Emails", 3, "delete_duplicate_emails", modifies="Person"),
+    Problem(1795, "Rearrange Products Table", 3, "rearrange_products_table"),
+    # 4. Statistics
+    Problem(2082, "The Number of Rich Customers", 4, "count_rich_customers"),
+    Problem(1173, "Immediate Food Delivery I", 4, "food_delivery"),
+    Problem(1907, "Count Salary Categories", 4, "count_salary_categories"),
+    # 5. Data aggregation
+    Problem(1741, "Find Total Time Spent by Each Employee", 5, "total_time"),
+    Problem(511, "Game Play Analysis I", 5, "game_analysis"),
+    Problem(2356, "Number of Unique Subjects Taught by Each Teacher", 5, "count_unique_subjects"),
+    Problem(596, "Classes More Than 5 Students", 5, "find_classes"),
+    Problem(586, "Customer Placing the Largest Number of Orders", 5, "largest_orders"),
+    Problem(1484, "Group Sold Products By The Date", 5, "categorize_products", ordered=True),
+    # 6. Data integration
+    Problem(1693, "Daily Leads and Partners", 6, "daily_leads_and_partners"),
+    Problem(1050, "Actors and Directors Who Cooperated At Least Three Times", 6, "actors_and_directors"),
+    Problem(1378, "Replace Employee ID With The Unique Identifier", 6, "replace_employee_id"),
+    Problem(1280, "Students and Examinations", 6, "students_and_examinations", ordered=True),
+    Problem(570, "Managers with at Least 5 Direct Reports", 6, "find_managers"),
+    Problem(607, "Sales Person", 6, "sales_person"),
+    # Beyond the plan: problems the book adds, in the chapters' "Beyond the plan" sections.
+    Problem(1633, "Percentage of Users Attended a Contest", 4, "users_percentage", ordered=True, in_plan=False),
+    Problem(1211, "Queries Quality and Percentage", 5, "queries_stats", in_plan=False),
+    Problem(1084, "Sales Analysis III", 5, "sales_analysis", in_plan=False),
 ]
+PLAN = [p for p in PROBLEMS if p.in_plan]
 _BY_KEY = {p.name: p for p in PROBLEMS} | {p.number: p for p in PROBLEMS}
 
 
-def get(key: str | int | Problem) -> Problem:
-    """A problem by its pandas function name (or the function itself) or its LeetCode number."""
+def get(key: str | int | Callable | Problem) -> Problem:
+    """A problem by its LeetCode number, its function name, or the function itself."""
     if isinstance(key, Problem):
         return key
     if callable(key):
@@ -613,63 +190,256 @@ def get(key: str | int | Problem) -> Problem:
     try:
         return _BY_KEY[key]
     except KeyError:
-        raise KeyError(f"no problem {key!r} among the 30; names: {', '.join(p.name for p in PROBLEMS)}") from None
+        numbers = ", ".join(str(p.number) for p in PROBLEMS)
+        raise KeyError(f"no problem {key!r} in Part IV; its problems are {numbers}") from None
 
 
-def tables(key, case: str = "") -> dict[str, pd.DataFrame]:
+def tables(key, case: str = EXAMPLE) -> dict[str, pd.DataFrame]:
     return get(key).tables(case)
 
 
-# ============================================================================ notebook views
-def show(key):
-    """Display both solutions of a problem: the pandas function and the MySQL text."""
-    from IPython.display import Code, display
-
-    from booktools.source import show_source
-
-    problem = get(key)
-    display(show_source(problem.solution))
-    display(Code(problem.mysql.strip(), language="sql"))
-
-
-def show_tables(key, case: str = "") -> sql.SideBySide:
-    """The input tables of a problem, next to each other."""
-    problem = get(key)
-    frames = problem.tables(case)
-    return sql.SideBySide([sql.Panel(f"{name}  ({len(frame)} rows)", frame=frame, sql=False)
-                           for name, frame in frames.items()])
-
-
-def _signature_call(problem: Problem, params: dict) -> str:
-    names = list(inspect.signature(problem.solution).parameters)
-    shown = [f"{n}={params[n]}" if n in params else n for n in names]
-    return f"{problem.name}({', '.join(shown)})"
+# ------------------------------------------------------------------------------ running one
+def run_pandas(problem: Problem, function: Callable, tables: dict[str, pd.DataFrame],
+               params: dict) -> pd.DataFrame:
+    """Call the function as LeetCode does (on copies), and return its answer as a DataFrame."""
+    args = {name: frame.copy() for name, frame in tables.items()}
+    result = function(*args.values(), **params)
+    if problem.modifies is not None:
+        if result is not None:
+            raise TypeError(f"{problem.name} must change {snake_case(problem.modifies)} in place and "
+                            f"return None (it returned a {type(result).__name__})")
+        return args[problem.modifies]
+    if isinstance(result, pd.Series):
+        raise TypeError(f"{problem.name} returned a Series; LeetCode wants a DataFrame "
+                        "(.to_frame(), or select columns with a list: df[['a']])")
+    if not isinstance(result, pd.DataFrame):
+        raise TypeError(f"{problem.name} returned a {type(result).__name__}, not a DataFrame")
+    return result
 
 
-def solve(key, case: str = "", params: dict | None = None,
-          tables: dict[str, pd.DataFrame] | None = None) -> sql.SideBySide:
-    """Run both solutions on the same input, show both results, and fail unless they agree.
+def run_sql(problem: Problem, text: str, tables: dict[str, pd.DataFrame], params: dict,
+            url: str | None = None) -> pd.DataFrame:
+    """Run the MySQL text on a fresh engine loaded with the tables; the answer as a DataFrame."""
+    with sql.open_engine(url) as engine:
+        engine.load(tables, problem.schemas)
+        result = engine.execute(problem.sql_text(text, params))
+        if problem.modifies is not None:
+            return engine.table(problem.modifies)
+        if result is None:
+            raise sql.SQLError("the text ran, but no statement in it returned rows (no SELECT?)")
+        return result
 
-    Rows are compared as a multiset unless the problem prescribes an order. Unordered results
-    are displayed sorted, so that the page is the same on every run and every engine.
+
+# ------------------------------------------------------------------------------ comparing
+def _row(row: tuple) -> tuple:
+    """A normalised row as the reader wrote it: 12000 rather than 12000.0."""
+    return tuple(_json_cell(v) for v in row)
+
+
+def first_difference(expected: dict, got: pd.DataFrame, ordered: bool) -> str | None:
+    """None if `got` is the expected answer; else what differs first, in one sentence."""
+    want_columns = expected["columns"]
+    got_columns = [str(c) for c in got.columns]
+    if got_columns != want_columns:
+        if sorted(got_columns) == sorted(want_columns):
+            return f"the columns are in the order {got_columns}; expected {want_columns}"
+        return f"the columns are {got_columns}; expected {want_columns}"
+    want = [tuple(sql.normalise_value(v) for v in row) for row in expected["rows"]]
+    have = sql.normalised_rows(got, ordered=True)
+    if ordered:
+        for i, (w, h) in enumerate(zip(want, have)):
+            if w != h:
+                return f"row {i} is {_row(h)}; expected {_row(w)} (the statement prescribes the row order)"
+        if len(have) != len(want):
+            extra = (f"first extra row: {_row(have[len(want)])}" if len(have) > len(want)
+                     else f"first missing row: {_row(want[len(have)])}")
+            return f"{len(have)} rows; expected {len(want)} ({extra})"
+        return None
+    missing = sorted((Counter(want) - Counter(have)).elements(), key=sql._sort_key)
+    extra = sorted((Counter(have) - Counter(want)).elements(), key=sql._sort_key)
+    if not missing and not extra:
+        return None
+    more = len(missing) + len(extra) - 1
+    tail = f" ({more} more difference{'s' if more != 1 else ''})" if more else ""
+    if missing:
+        return f"the expected row {_row(missing[0])} is missing{tail}"
+    return f"the row {_row(extra[0])} should not be there{tail}"
+
+
+def _case_label(problem: Problem, case: str, params: dict) -> str:
+    label = {EXAMPLE: "the statement's example", BOOK: "the book's tables"}.get(case, f"the book's case {case!r}")
+    if params and len(problem.params) > 1:
+        label += ", " + ", ".join(f"{k}={v}" for k, v in params.items())
+    return label
+
+
+def _runs(problem: Problem):
+    for case in problem.cases:
+        for answer in problem.expected(case):
+            yield case, answer
+
+
+def check(key, function: Callable) -> None:
+    """Run a pandas solution on every case of its problem and compare with the expected answers.
+
+    Prints one line if it gives every answer, or raises CheckFailed naming the first case and
+    the first row that differ. Each case runs twice: with pandas' default string columns and
+    with object columns, which is how LeetCode builds its DataFrames.
     """
     problem = get(key)
+    if not callable(function):
+        raise TypeError(f"check({problem.number}, ...) needs your function, got a {type(function).__name__}")
+    try:  # LeetCode passes the tables by position and the extras by name
+        inspect.signature(function).bind(*problem.schemas, **problem.params[0])
+    except TypeError:
+        raise TypeError(f"LeetCode calls {problem.name}({', '.join(problem.arguments)}); your "
+                        f"{function.__name__}{inspect.signature(function)} cannot take that") from None
+    who = f"{problem.number} {problem.title}, {function.__name__} (pandas)"
+    for case, answer in _runs(problem):
+        for dtype in ("str", "object"):
+            try:
+                got = run_pandas(problem, function, problem.tables(case, dtype), answer["params"])
+            except Exception as err:  # the reader's code: any error is a finding, reported as one line
+                fail(who, f"on {_case_label(problem, case, answer['params'])} it raised "
+                          f"{type(err).__name__}: {err}")
+            difference = first_difference(answer, got, problem.ordered)
+            if difference:
+                columns = "" if dtype == "str" else " with object columns (as on LeetCode)"
+                fail(who, f"on {_case_label(problem, case, answer['params'])}{columns}: {difference}")
+    print(f"{who}: passed ({_summary(problem)})")
+
+
+def check_sql(key, text: str, url: str | None = None) -> None:
+    """Run a MySQL solution on every case of its problem and compare with the expected answers.
+
+    It runs on DuckDB (after translation by sqlglot), or on the MySQL/MariaDB server in `url`
+    or $BOOK_MYSQL_URL. Prints one line, or raises CheckFailed naming the first difference.
+    """
+    problem = get(key)
+    if not isinstance(text, str) or not text.strip():
+        raise TypeError(f"check_sql({problem.number}, ...) needs your MySQL text, got {text!r}")
+    with sql.open_engine(url) as engine:
+        who = f"{problem.number} {problem.title} (MySQL on {engine.label})"
+    for case, answer in _runs(problem):
+        try:
+            got = run_sql(problem, text, problem.tables(case), answer["params"], url)
+        except sql.SQLError as err:
+            fail(who, f"on {_case_label(problem, case, answer['params'])}: {type(err).__name__}: {err}")
+        difference = first_difference(answer, got, problem.ordered)
+        if difference:
+            fail(who, f"on {_case_label(problem, case, answer['params'])}: {difference}")
+    print(f"{who}: passed ({_summary(problem)})")
+
+
+def _summary(problem: Problem) -> str:
+    cases = ", ".join(problem.cases)
+    runs = sum(len(problem.expected(c)) for c in problem.cases)
+    extra = f", {runs} answers with the extra arguments" if runs != len(problem.cases) else ""
+    order = "in the prescribed order" if problem.ordered else "in any order"
+    return f"{len(problem.cases)} cases: {cases}{extra}; rows compared {order}"
+
+
+# ------------------------------------------------------------------------------ showing one
+def show_tables(key, case: str = EXAMPLE) -> sql.SideBySide:
+    """The input tables of a case, next to each other, and the answer it expects."""
+    problem = get(key)
+    panels = [sql.Panel(f"{name} ({len(frame)} rows)", frame=frame, sql=False)
+              for name, frame in problem.tables(case).items()]
+    answer = problem.expected(case)[0]
+    expected = sql.result_frame(answer["columns"], [tuple(r) for r in answer["rows"]])
+    params = ", ".join(f"{k}={v}" for k, v in answer["params"].items())
+    panels.append(sql.Panel(f"expected{' (' + params + ')' if params else ''}", frame=expected))
+    return sql.SideBySide(panels, notes=[f"{problem.number} {problem.title}: {_case_label(problem, case, {})}."])
+
+
+def side_by_side(key, function: Callable, text: str, case: str = EXAMPLE,
+                 params: dict | None = None) -> sql.SideBySide:
+    """Both solutions' answers to one case, next to each other, with the SQL DuckDB really ran."""
+    problem = get(key)
     params = problem.params[0] if params is None else params
-    inputs = problem.tables(case) if tables is None else tables
-    expected = problem.run_pandas(inputs, params)
+    inputs = problem.tables(case)
+    pandas_answer = run_pandas(problem, function, inputs, params)
     with sql.open_engine() as engine:
-        got, ran = problem.run_sql(inputs, params, engine)
+        engine.load(inputs, problem.schemas)
+        sql_answer = engine.execute(problem.sql_text(text, params))
+        ran = engine.last_statements  # before engine.table() replaces them
+        if problem.modifies:
+            sql_answer = engine.table(problem.modifies)
         label = engine.label
-    sql.assert_same_result(expected, got, ordered=problem.ordered, names=("pandas", label))
-    shown = (lambda f: f) if problem.ordered else sql.sorted_for_display
-    what = problem.modifies or "result"
-    panels = [
-        sql.Panel(f"pandas: {_signature_call(problem, params)}" + (f" -> {what}" if problem.modifies else ""),
-                  frame=shown(expected.reset_index(drop=True)), sql=False),
-        sql.Panel(f"MySQL on {label}" + (f" -> {what}" if problem.modifies else ""), frame=shown(got)),
-    ]
+    shown = (lambda f: f.reset_index(drop=True)) if problem.ordered else sql.sorted_for_display
+    call = f"{function.__name__}({', '.join(f'{k}={v}' for k, v in params.items()) or '...'})"
+    suffix = f" -> {problem.modifies}" if problem.modifies else ""
+    panels = [sql.Panel(f"pandas: {call}{suffix}", frame=shown(pandas_answer), sql=False),
+              sql.Panel(f"MySQL on {label}{suffix}", frame=shown(sql_answer))]
     code = []
-    if isinstance(engine, sql.DuckDBEngine) and sql.translation_differs(problem.sql_text(params), ran):
+    if isinstance(engine, sql.DuckDBEngine) and sql.translation_differs(problem.sql_text(text, params), ran):
         code.append(("DuckDB ran (the MySQL text as transpiled by sqlglot):", ";\n".join(ran)))
-    order = "in the prescribed order" if problem.ordered else "as multisets of rows (SQL sets no order; shown sorted)"
-    return sql.SideBySide(panels, code=code, notes=[f"Same columns and rows, compared {order}."])
+    order = "in the prescribed order" if problem.ordered else "sorted (SQL sets no order)"
+    return sql.SideBySide(panels, code=code, notes=[f"{_case_label(problem, case, params).capitalize()}; rows shown {order}."])
+
+
+# ------------------------------------------------------------------------------ expected answers
+def _answer(frame: pd.DataFrame, params: dict) -> dict:
+    rows = [[_json_cell(sql.normalise_value(v)) for v in row] for row in frame.itertuples(index=False, name=None)]
+    return {"params": params, "columns": [str(c) for c in frame.columns], "rows": rows}
+
+
+def _json_cell(value):
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def answers_json(answers: list[dict]) -> str:
+    """expected.json's layout: one answer per block, one row per line (readable in a diff)."""
+    dump = lambda value: json.dumps(value, ensure_ascii=False)  # noqa: E731
+    blocks = []
+    for a in answers:
+        rows = ",\n".join(f"   {dump(r)}" for r in a["rows"])
+        blocks.append(f' {{"params": {dump(a["params"])}, "columns": {dump(a["columns"])}, "rows": [\n{rows}\n ]}}')
+    return "[\n" + ",\n".join(blocks) + "\n]\n"
+
+
+def write_expected(problem: Problem) -> list[str]:
+    """Write expected.json for the book's cases from the book's solutions; verify the example.
+
+    Fails unless the pandas and the MySQL solution (on DuckDB) agree on every case, and unless
+    both give the statement's answer on its example. Returns what was written.
+    """
+    function, text = problem.reference()
+    written = []
+    for case in problem.cases:
+        answers = []
+        for params in problem.params:
+            got = run_pandas(problem, function, problem.tables(case), params)
+            via_sql = run_sql(problem, text, problem.tables(case), params)
+            sql.assert_same_result(got, via_sql, ordered=problem.ordered, names=("pandas", "DuckDB"))
+            answers.append(_answer(got if problem.ordered else sql.sorted_for_display(got), params))
+        path = problem.case_dir(case) / "expected.json"
+        if case == EXAMPLE:
+            for answer in problem.expected(case):
+                mine = next(a for a in answers if a["params"] == answer["params"])
+                difference = first_difference(answer, sql.result_frame(mine["columns"], [tuple(r) for r in mine["rows"]]),
+                                              problem.ordered)
+                if difference:
+                    raise AssertionError(f"{problem.number}: the book's solution misses the statement's example: {difference}")
+            continue
+        text_out = answers_json(answers)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text_out:
+            path.write_text(text_out, encoding="utf-8")
+            written.append(str(path.relative_to(DATA_DIR.parent)))
+    return written
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m booktools.leetcode30", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    expect = sub.add_parser("expect", help="write the book's cases' expected.json from the book's solutions")
+    expect.add_argument("numbers", nargs="*", type=int, help="problem numbers (default: all)")
+    args = parser.parse_args(argv)
+    for problem in [get(n) for n in args.numbers] or PROBLEMS:
+        for path in write_expected(problem):
+            print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

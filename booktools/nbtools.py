@@ -266,6 +266,10 @@ _MEASURED_FIGURE = re.compile(
     r"|KB|KiB|MB|MiB|GB|GiB)\b"
     r"|\d+(\.\d+)?\s*[x×](?!\s*\d)(?=[\s,.;:)]|$)"
     r"|\d+(\.\d+)?\s*%"
+    # comparisons and widths that are hardware facts just as much as a GFLOP/s figure
+    r"|\b(?:twofold|threefold|fourfold|twice as (?:fast|slow|many)|half as (?:fast|slow)|\d+ times (?:faster|slower))\b"
+    r"|\b\d+-bit (?:FMA|vector|SIMD|execution|data ?path|pipes?|units?)\b",
+    re.I,
 )
 # What may legitimately hold such text: glue roles, math, code spans and blocks, link targets.
 _NOT_PROSE = re.compile(r"\{glue(:\w+)?\}`[^`]*`|\$\$.*?\$\$|\$[^$]*\$|```.*?```|`[^`]*`|\]\([^)]*\)", re.S)

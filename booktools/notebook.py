@@ -12,18 +12,25 @@ DEFAULT_THREADS = 2
 
 
 def setup_notebook(seed: int = DEFAULT_SEED, threads: int = DEFAULT_THREADS) -> None:
-    """Seed every random generator, pin the thread count and fix print formats. Prints nothing."""
+    """Seed every random generator, pin the thread count and fix print formats. Prints nothing.
+
+    torch is optional: Part IV (pandas and SQL) runs without it, and does not import it.
+    """
     import numpy as np
-    import torch
 
     random.seed(seed)
     np.random.seed(seed)
-    torch.manual_seed(seed)  # seeds the CPU and every CUDA device
-    torch.set_num_threads(threads)
     os.environ.setdefault("PYTHONHASHSEED", str(seed))  # for worker processes we start
-
-    torch.set_printoptions(precision=4, sci_mode=False, linewidth=88)
     np.set_printoptions(precision=4, suppress=True, linewidth=88)
+
+    try:
+        import torch
+    except ImportError:
+        pass
+    else:
+        torch.manual_seed(seed)  # seeds the CPU and every CUDA device
+        torch.set_num_threads(threads)
+        torch.set_printoptions(precision=4, sci_mode=False, linewidth=88)
 
     try:
         import pandas as pd

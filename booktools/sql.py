@@ -3,7 +3,7 @@
 Two engines run the same MySQL text:
 
 - embedded (the default, nothing to install or start): DuckDB, after sqlglot has transpiled
-  the MySQL text to DuckDB's dialect (plus five small fixes, see `transpile`);
+  the MySQL text to DuckDB's dialect (plus four small fixes and two settings, see `transpile`);
 - a MySQL-compatible server (MySQL or MariaDB), natively, when the environment variable
   BOOK_MYSQL_URL holds a URL such as mysql://root@127.0.0.1:3306/ . Each engine object works
   in a scratch database of its own, which it creates and drops.
@@ -28,8 +28,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import decimal
+import fcntl
 import hashlib
-import html
 import json
 import math
 import os
@@ -44,7 +44,7 @@ import tempfile
 import time
 import urllib.parse
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +52,7 @@ import pandas as pd
 import sqlglot
 from sqlglot import exp
 
+from booktools.display import Panel, SideBySide
 from booktools.paths import DATA_DIR
 
 URL_ENV = "BOOK_MYSQL_URL"
@@ -278,16 +279,7 @@ def _booleans_as_integers(node: exp.Expression) -> exp.Expression:
     return node
 
 
-def _int_div_by_zero_is_null(node: exp.Expression) -> exp.Expression:
-    """MySQL's `a DIV 0` is NULL; DuckDB's `//` raises. (sqlglot already guards `/` this way.)"""
-    if isinstance(node, exp.IntDiv) and not isinstance(node.expression, exp.Nullif):
-        fixed = node.copy()
-        fixed.set("expression", exp.Nullif(this=node.expression.copy(), expression=exp.Literal.number(0)))
-        return fixed
-    return node
-
-
-FIXES = (_like_with_mysql_escape, _length_in_bytes, _booleans_as_integers, _int_div_by_zero_is_null)
+FIXES = (_like_with_mysql_escape, _length_in_bytes, _booleans_as_integers)
 
 
 def duckdb_statements(mysql: str, fixes: bool = True, pretty: bool = False) -> list[tuple[exp.Expression, str]]:
@@ -314,11 +306,12 @@ def format_sql(stmt: exp.Expression, dialect: str, width: int = 100) -> str:
 def transpile(mysql: str, fixes: bool = True, pretty: bool = False) -> list[str]:
     """The DuckDB statements that run the given MySQL text.
 
-    sqlglot does the translation. With fixes=True (what the engine runs) five mismatches that
-    sqlglot 30 leaves are corrected: LIKE gets MySQL's default escape character (backslash)
-    when the pattern may contain one; LENGTH counts bytes, as in MySQL (DuckDB's STRLEN);
-    AVG/SUM of a comparison count it as 1 or 0; `a DIV 0` is NULL; and MySQL's multi-table
-    DELETE becomes DuckDB's DELETE ... USING.
+    sqlglot does the translation. With fixes=True (what the engine runs) four mismatches that
+    sqlglot 30 leaves and no DuckDB setting covers are corrected: LIKE gets MySQL's default
+    escape character (backslash) when the pattern may contain one; LENGTH counts bytes, as in
+    MySQL (DuckDB's STRLEN); AVG/SUM of a comparison count it as 1 or 0; and MySQL's
+    multi-table DELETE becomes DuckDB's DELETE ... USING. Division by zero and NULL ordering
+    are DuckDB settings (DUCKDB_AS_MYSQL).
     """
     return [text for _, text in duckdb_statements(mysql, fixes, pretty)]
 
@@ -433,6 +426,11 @@ class Engine:
         self.close()
 
 
+# DuckDB settings that give MySQL's behaviour without rewriting the SQL: `x DIV 0` and `x / 0`
+# are NULL, and NULLs sort first in ascending order, last in descending order.
+DUCKDB_AS_MYSQL = {"error_on_division_by_zero": False, "default_null_order": "nulls_first_on_asc_last_on_desc"}
+
+
 class DuckDBEngine(Engine):
     """The embedded engine: MySQL text transpiled by sqlglot (see `transpile`), run by DuckDB."""
 
@@ -444,7 +442,7 @@ class DuckDBEngine(Engine):
         super().__init__()
         self._duckdb = duckdb
         # One thread: rows of an unordered result then come back in the same order every run.
-        self.con = duckdb.connect(":memory:", config={"threads": 1})
+        self.con = duckdb.connect(":memory:", config={"threads": 1, **DUCKDB_AS_MYSQL})
 
     def _create(self, schema, rows):
         (ddl,) = transpile(schema.mysql_ddl())
@@ -577,8 +575,9 @@ class MySQLServerEngine(Engine):
 
 
 def open_engine(url: str | None = None) -> Engine:
-    """The engine to use: the server at `url` (or $BOOK_MYSQL_URL), else embedded DuckDB."""
-    url = url or os.environ.get(URL_ENV, "").strip()
+    """The engine to use: the server at `url` (None: $BOOK_MYSQL_URL), else embedded DuckDB
+    (also for url="", which ignores $BOOK_MYSQL_URL)."""
+    url = os.environ.get(URL_ENV, "").strip() if url is None else url
     return MySQLServerEngine(url) if url else DuckDBEngine()
 
 
@@ -638,80 +637,12 @@ def assert_same_result(left: pd.DataFrame, right: pd.DataFrame, ordered: bool = 
     raise ResultMismatch(f"rows differ: only in {a}: {only_a}; only in {b}: {only_b}")
 
 
-def same_result(left, right, ordered: bool = False) -> bool:
-    try:
-        assert_same_result(left, right, ordered)
-    except ResultMismatch:
-        return False
-    return True
-
-
 # --------------------------------------------------------------------------------- display
 def sorted_for_display(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows in a canonical order (for results whose order SQL does not define)."""
     keys = [_sort_key(r) for r in normalised_rows(frame, ordered=True)]
     order = sorted(range(len(frame)), key=lambda i: keys[i])
     return frame.iloc[order].reset_index(drop=True)
-
-
-@dataclass
-class Panel:
-    caption: str
-    frame: pd.DataFrame | None = None
-    text: str | None = None  # shown instead of a table: an error, or a scalar
-    sql: bool = True  # an engine's result: missing values are shown as NULL
-
-    def shown(self) -> pd.DataFrame:
-        """The frame as displayed: an engine's missing values read NULL, as in a SQL client."""
-        if not self.sql:
-            return self.frame
-        shown = self.frame.copy()
-        for i in range(shown.shape[1]):
-            column = shown.iloc[:, i]
-            if column.isna().any():
-                shown.isetitem(i, column.astype(object).where(column.notna(), "NULL"))
-        return shown
-
-    def table_text(self) -> str:
-        if len(self.frame) == 0:
-            return "(no rows) columns: " + ", ".join(map(str, self.frame.columns))
-        return self.shown().to_string(index=False)
-
-    def table_html(self) -> str:
-        if len(self.frame) == 0:
-            return "<p><i>(no rows)</i> columns: " + html.escape(", ".join(map(str, self.frame.columns))) + "</p>"
-        return self.shown().to_html(index=False)
-
-
-@dataclass
-class SideBySide:
-    """Several results next to each other (HTML) or one after another (plain text)."""
-
-    panels: list[Panel]
-    code: list[tuple[str, str]] = field(default_factory=list)  # (caption, SQL text) shown first
-    notes: list[str] = field(default_factory=list)
-
-    def __repr__(self):
-        parts = [f"{caption}\n" + textwrap_indent(text) for caption, text in self.code]
-        for p in self.panels:
-            body = p.text if p.frame is None else p.table_text()
-            parts.append(f"{p.caption}\n{textwrap_indent(body)}")
-        parts += self.notes
-        return "\n".join(parts)
-
-    def _repr_html_(self):
-        out = [f"<p><b>{html.escape(c)}</b></p><pre>{html.escape(t)}</pre>" for c, t in self.code]
-        cells = []
-        for p in self.panels:
-            body = f"<pre>{html.escape(p.text or '')}</pre>" if p.frame is None else p.table_html()
-            cells.append(f'<div style="margin-right:2em"><p><b>{html.escape(p.caption)}</b></p>{body}</div>')
-        out.append('<div style="display:flex;flex-wrap:wrap;align-items:flex-start">' + "".join(cells) + "</div>")
-        out += [f"<p>{html.escape(n)}</p>" for n in self.notes]
-        return "\n".join(out)
-
-
-def textwrap_indent(text: str) -> str:
-    return "\n".join("    " + line for line in str(text).splitlines())
 
 
 # ------------------------------------------------- MariaDB evidence recorded for the notebooks
@@ -809,17 +740,19 @@ def compare_engines(mysql: str, tables: dict[str, pd.DataFrame] | None = None, *
             except SQLError as err:
                 panels.append(Panel("DuckDB", text=f"{type(err).__name__}: {err}"))
 
-    recorded = load_recorded()
     url = os.environ.get(URL_ENV, "").strip()
     if os.environ.get(RECORD_ENV) == "1":
         if not url:
             raise RuntimeError(f"{RECORD_ENV}=1 needs {URL_ENV} (a MariaDB server to record from)")
         outcome = outcome_on_server(url, mysql, payload)
-        recorded["server"] = outcome.pop("server")
-        recorded["entries"][key] = {"sql": mysql, "tables": payload, **outcome}
-        RECORDED_FILE.parent.mkdir(parents=True, exist_ok=True)
-        RECORDED_FILE.write_text(json.dumps(recorded, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                                 encoding="utf-8")
+        with open(RECORDED_FILE.with_suffix(".lock"), "w") as lock:  # notebooks may record at once
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            recorded = load_recorded()
+            recorded["server"] = outcome.pop("server")
+            recorded["entries"][key] = {"sql": mysql, "tables": payload, **outcome}
+            RECORDED_FILE.write_text(json.dumps(recorded, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                                     encoding="utf-8")
+    recorded = load_recorded()
     entry = recorded["entries"].get(key)
     if entry is not None:
         panels.append(_outcome_panel(entry, "MariaDB (recorded)"))

@@ -1,107 +1,199 @@
-"""The 30 problems of Part IV: data, signatures, and pandas == MySQL on the embedded engine."""
+"""Part IV: the study plan's 30 problems, their cases, the book's solutions and the checkers.
+
+The book's solutions are the chapters' `#| export` cells (booktools/generated/sql_*.py, kept in
+sync by a test in test_notebooks.py); here they run through the same checkers a reader calls.
+"""
 
 import inspect
+import json
 import re
+import subprocess
+import sys
+import warnings
 
 import pandas as pd
 import pytest
 
 from booktools import leetcode30 as lc
 from booktools import sql
+from booktools.checkers import CheckFailed
+from booktools.paths import CHAPTERS_DIR, REPO_ROOT
 
-STUDY_PLAN = {  # LeetCode number -> pandas function name, section by section
-    1: {595: "big_countries", 1757: "find_products", 183: "find_customers", 1148: "article_views"},
-    2: {1683: "invalid_tweets", 1873: "calculate_special_bonus", 1667: "fix_names", 1517: "valid_emails",
-        1527: "find_patients"},
-    3: {177: "nth_highest_salary", 176: "second_highest_salary", 184: "department_highest_salary",
-        178: "order_scores", 196: "delete_duplicate_emails", 1795: "rearrange_products_table"},
-    4: {2082: "count_rich_customers", 1173: "food_delivery", 1633: "users_percentage"},
-    5: {1211: "queries_stats", 1084: "sales_analysis", 2356: "count_unique_subjects", 596: "find_classes",
-        586: "largest_orders", 1484: "categorize_products", 1693: "daily_leads_and_partners",
-        1050: "actors_and_directors"},
-    6: {1378: "replace_employee_id", 1280: "students_and_examinations", 570: "find_managers",
-        1907: "count_salary_categories"},
+# LeetCode's "30 Days of Pandas", section by section, in the plan's order (../shared/REFERENCES.md
+# and https://leetcode.com/studyplan/30-days-of-pandas/).
+STUDY_PLAN = {
+    "Data filtering": [595, 1757, 183, 1148],
+    "String methods": [1683, 1873, 1667, 1517, 1527],
+    "Data manipulation": [177, 176, 184, 178, 196, 1795],
+    "Statistics": [2082, 1173, 1907],
+    "Data aggregation": [1741, 511, 2356, 596, 586, 1484],
+    "Data integration": [1693, 1050, 1378, 1280, 570, 607],
 }
+BEYOND_THE_PLAN = [1633, 1211, 1084]
 
-RUNS = [
-    pytest.param(p, case, params, id=f"{p.number}-{p.name}{'-' + case if case else ''}"
-                 + (f"-N{params['N']}" if "N" in params else ""))
-    for p in lc.PROBLEMS for case in p.cases for params in p.params
-]
+RUNS = [pytest.param(p, id=f"{p.number}-{p.name}") for p in lc.PROBLEMS]
 
 
-def test_the_thirty_problems_of_the_study_plan():
-    assert len(lc.PROBLEMS) == 30
-    assert {p.section: {} for p in lc.PROBLEMS}.keys() == STUDY_PLAN.keys()
-    for section, problems in STUDY_PLAN.items():
-        assert {p.number: p.name for p in lc.PROBLEMS if p.section == section} == problems
+def test_the_plans_thirty_problems_in_its_sections_and_order():
+    assert sum(map(len, STUDY_PLAN.values())) == 30
+    assert [title for title, _ in lc.SECTIONS.values()] == list(STUDY_PLAN)
+    for section, (title, _) in lc.SECTIONS.items():
+        assert [p.number for p in lc.PLAN if p.section == section] == STUDY_PLAN[title]
+    assert [p.number for p in lc.PROBLEMS if not p.in_plan] == BEYOND_THE_PLAN
+    assert [p.number for p in lc.PROBLEMS] == [n for ns in STUDY_PLAN.values() for n in ns] + BEYOND_THE_PLAN
 
 
-@pytest.mark.parametrize("problem", lc.PROBLEMS, ids=lambda p: p.name)
-def test_signature_is_leetcodes(problem):
-    signature = inspect.signature(problem.solution)
+def test_every_chapter_of_part_iv_is_in_the_toc_in_the_plans_order():
+    toc = (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8")
+    chapters = [chapter for _, chapter in lc.SECTIONS.values()]
+    positions = [toc.index(f"chapters/{c}\n") for c in chapters]
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize("problem", RUNS)
+def test_chapter_solution_has_leetcodes_signature(problem):
+    function, text = problem.reference()
+    signature = inspect.signature(function)
+    assert function.__name__ == problem.name
+    assert list(signature.parameters) == problem.arguments
     tables = [lc.snake_case(t) for t in problem.schemas]
-    extra = list(problem.params[0])
-    assert list(signature.parameters) == tables + extra
     for name, parameter in signature.parameters.items():
-        assert parameter.annotation == ("pd.DataFrame" if name in tables else "int")
-    assert signature.return_annotation == ("None" if problem.modifies else "pd.DataFrame")
+        assert parameter.annotation in (("pd.DataFrame", pd.DataFrame) if name in tables else ("int", int))
+    assert isinstance(text, str) and text.strip()
 
 
-@pytest.mark.parametrize("problem", lc.PROBLEMS, ids=lambda p: p.name)
-def test_data_matches_the_schema(problem):
-    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", problem.slug)
+@pytest.mark.parametrize("problem", RUNS)
+def test_cases_match_the_schema_and_have_answers(problem):
+    assert problem.cases[:2] == [lc.EXAMPLE, lc.BOOK]
     for case in problem.cases:
         for name, frame in problem.tables(case).items():
             schema = problem.schemas[name]
             assert list(frame.columns) == [c.name for c in schema.columns]
             assert {c: str(t) for c, t in frame.dtypes.items()} == {c: str(t) for c, t in schema.dtypes().items()}
-            assert len(frame) <= 30, "example tables stay small enough to read"
+            assert len(frame) <= 30, "case tables stay small enough to read"
+        answers = problem.expected(case)
+        assert [a["params"] for a in answers] == list(problem.params), case
+        for answer in answers:
+            assert all(len(row) == len(answer["columns"]) for row in answer["rows"])
 
 
-@pytest.mark.parametrize("problem, case, params", RUNS)
-def test_pandas_equals_mysql_on_duckdb(problem, case, params):
-    tables = problem.tables(case)
-    expected = problem.run_pandas(tables, params)
-    got, _ = problem.run_sql(tables, params, sql.DuckDBEngine())
-    sql.assert_same_result(expected, got, ordered=problem.ordered, names=("pandas", "DuckDB"))
+@pytest.mark.parametrize("problem", RUNS)
+def test_book_solutions_pass_their_checkers_on_pandas_and_duckdb(problem, capsys):
+    function, text = problem.reference()
+    lc.check(problem, function)
+    lc.check_sql(problem, text, url="")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(f"({lc._summary(problem)})") and "(pandas): passed" in lines[0]
+    assert "(MySQL on DuckDB): passed" in lines[1]
 
 
-@pytest.mark.parametrize("problem, case, params", RUNS)
-def test_pandas_solution_also_works_on_leetcodes_object_columns(problem, case, params):
-    """LeetCode passes text as object columns; the book reads it as pandas 3's str dtype."""
-    as_str = problem.run_pandas(problem.tables(case), params)
-    as_object = problem.run_pandas(problem.tables(case, string_dtype="object"), params)
-    sql.assert_same_result(as_str, as_object, ordered=problem.ordered, names=("str", "object"))
+@pytest.mark.parametrize("problem", RUNS)
+def test_book_solutions_do_not_modify_their_inputs_unless_asked(problem):
+    function, _ = problem.reference()
+    tables = problem.tables(lc.BOOK)
+    before = {name: frame.copy() for name, frame in tables.items()}
+    function(*tables.values(), **problem.params[0])
+    for name, frame in tables.items():
+        if name != problem.modifies:
+            pd.testing.assert_frame_equal(frame, before[name])
 
 
-def test_solutions_do_not_modify_their_inputs_unless_asked():
-    for problem in lc.PROBLEMS:
-        tables = problem.tables()
-        before = {name: frame.copy() for name, frame in tables.items()}
-        problem.solution(*tables.values(), **problem.params[0])
-        for name, frame in tables.items():
-            if name == problem.modifies:
-                assert len(frame) < len(before[name])
-            else:
-                pd.testing.assert_frame_equal(frame, before[name])
+@pytest.mark.parametrize("problem", RUNS)
+def test_expected_answers_are_what_the_book_solutions_give(problem):
+    """expected.json of the book's cases is up to date (python -m booktools.leetcode30 expect)."""
+    function, text = problem.reference()
+    for case in problem.cases[1:]:
+        answers = []
+        for params in problem.params:
+            got = lc.run_pandas(problem, function, problem.tables(case), params)
+            answers.append(lc._answer(got if problem.ordered else sql.sorted_for_display(got), params))
+        path = problem.case_dir(case) / "expected.json"
+        assert path.read_text(encoding="utf-8") == lc.answers_json(answers), f"{path} is stale"
 
 
-def test_solve_shows_both_results_and_the_translation():
-    shown = lc.solve("delete_duplicate_emails")
-    text = repr(shown)
-    assert "DELETE FROM Person AS p USING Person AS keeper" in text
-    assert "pandas: delete_duplicate_emails(person) -> Person" in text and "MySQL on DuckDB -> Person" in text
-    assert repr(lc.solve("big_countries")).count("DuckDB ran") == 0  # nothing to translate
+@pytest.mark.parametrize("problem", RUNS)
+def test_a_wrong_answer_fails_with_the_first_differing_row(problem):
+    """Drop one row of the right answer (or add one where it is empty): both checkers must say which."""
+    function, text = problem.reference()
+
+    def wrong(*args, **kwargs):
+        result = function(*args, **kwargs)
+        if problem.modifies:  # the answer is the changed table: change it once more, in place
+            table = args[list(problem.schemas).index(problem.modifies)]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", pd.errors.Pandas4Warning)
+                table.drop(index=table.index[-1], inplace=True)
+            return result
+        if len(result):
+            return result.iloc[:-1]
+        return pd.DataFrame([[None] * result.shape[1]], columns=result.columns)
+
+    wrong.__signature__ = inspect.signature(function)
+    wrong.__name__ = function.__name__
+    with pytest.raises(CheckFailed, match=r"is missing|should not be there|rows; expected|row \d+ is"):
+        lc.check(problem, wrong)
 
 
-def test_solve_fails_loudly_when_the_solutions_disagree():
-    tables = lc.tables("big_countries")
-    wrong = lc.get("big_countries")
-    with pytest.raises(sql.ResultMismatch, match="rows differ"):
-        sql.assert_same_result(wrong.run_pandas(tables),
-                               sql.run("SELECT name, population, area FROM World WHERE area > 3000000", tables,
-                                       wrong.schemas))
+def test_checker_names_the_case_the_row_and_the_trap():
+    def big_countries(world: pd.DataFrame) -> pd.DataFrame:  # > instead of >=
+        big = (world["area"] > 3_000_000) | (world["population"] > 25_000_000)
+        return world.loc[big, ["name", "population", "area"]]
+
+    with pytest.raises(CheckFailed, match=r"^595 Big Countries, big_countries \(pandas\): on the book's tables: "
+                                          r"the expected row \('Threshold Isle', 12000, 3000000\) is missing$"):
+        lc.check(595, big_countries)
+    with pytest.raises(CheckFailed, match=r"columns are in the order \['name', 'area', 'population'\]"):
+        lc.check_sql(595, "SELECT name, area, population FROM World WHERE area >= 3000000 OR population >= 25000000",
+                     url="")
+    with pytest.raises(CheckFailed, match=r"statement's example: SQLError: DuckDB: Binder Error"):
+        lc.check_sql(595, "SELECT nme FROM World", url="")
+    with pytest.raises(CheckFailed, match=r"statement's example: UnknownTableError: table 'world' does not exist"):
+        lc.check_sql(595, "SELECT name, population, area FROM world", url="")
+    with pytest.raises(CheckFailed, match=r"raised KeyError"):
+        lc.check(595, lambda world: world[["nme"]])
+
+
+def test_checker_rejects_what_leetcode_would_not_call_or_accept():
+    with pytest.raises(TypeError, match=r"LeetCode calls find_customers\(customers, orders\)"):
+        lc.check(183, lambda customers: customers)
+    with pytest.raises(CheckFailed, match="returned a Series; LeetCode wants a DataFrame"):
+        lc.check(595, lambda world: world["name"])
+    with pytest.raises(CheckFailed, match="must change person in place and return None"):
+        lc.check(196, lambda person: person.drop_duplicates("email"))
+    with pytest.raises(TypeError, match="needs your MySQL text"):
+        lc.check_sql(595, "")
+    with pytest.raises(KeyError, match="no problem 9999 in Part IV"):
+        lc.check(9999, print)
+
+
+def test_checker_runs_leetcodes_object_columns_too():
+    """LeetCode builds text columns as object; `== None` is a trap there that str columns hide."""
+    def find_customers(customers: pd.DataFrame, orders: pd.DataFrame) -> pd.DataFrame:
+        merged = customers.merge(orders, how="left", left_on="id", right_on="customerId")
+        never = merged[merged["customerId"].isna()]
+        return never[["name"]].rename(columns={"name": "Customers"})
+
+    lc.check(183, find_customers)  # right on both kinds of column
+
+
+def test_ordered_problems_report_the_first_row_out_of_order():
+    problem = lc.get(1148)
+    function, _ = problem.reference()
+    with pytest.raises(CheckFailed, match=r"row 0 is .*; expected .*prescribes the row order"):
+        lc.check(1148, lambda views: function(views).iloc[::-1])
+    assert problem.ordered
+
+
+def test_get_by_number_name_or_function():
+    function, _ = lc.get(595).reference()
+    assert lc.get(595) is lc.get("big_countries") is lc.get(function)
+    assert lc.snake_case("EmployeeUNI") == "employee_uni" and lc.snake_case("DailySales") == "daily_sales"
+
+
+def test_expected_files_are_written_one_row_per_line():
+    answers = [{"params": {}, "columns": ["a", "b"], "rows": [[1, "x"], [None, 2.5]]}]
+    text = lc.answers_json(answers)
+    assert json.loads(text) == answers and text.count("\n") == 6
 
 
 def test_data_readme_lists_every_problem_folder():
@@ -110,16 +202,70 @@ def test_data_readme_lists_every_problem_folder():
         assert problem.folder.name in readme
 
 
-def test_get_by_name_number_or_function():
-    assert lc.get(595) is lc.get("big_countries") is lc.get(lc.big_countries)
-    with pytest.raises(KeyError, match="no problem 'nope' among the 30"):
-        lc.get("nope")
-    assert lc.snake_case("EmployeeUNI") == "employee_uni" and lc.snake_case("DailySales") == "daily_sales"
-
-
 def test_every_comparison_shown_in_the_chapters_was_recorded():
     """A chapter shows MariaDB's answer only from the recording; none may be missing."""
-    from booktools.paths import CHAPTERS_DIR
+    for chapter in (c for _, c in lc.SECTIONS.values()):
+        assert sql.NOT_RECORDED not in (CHAPTERS_DIR / f"{chapter}.ipynb").read_text(encoding="utf-8"), chapter
 
-    for path in sorted(CHAPTERS_DIR.glob("sql_*.ipynb")):
-        assert sql.NOT_RECORDED not in path.read_text(encoding="utf-8"), path.name
+
+def test_part_iv_needs_no_torch():
+    """Part IV's set-up, engines, checkers and exported solutions import without torch."""
+    modules = ", ".join(f"booktools.generated.{c}" for _, c in lc.SECTIONS.values())
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'torch':\n"
+            "            raise ImportError('torch is blocked')\n"
+            "sys.meta_path.insert(0, Block())\n"
+            f"import booktools.leetcode30, booktools.sql, {modules}\n"
+            "from booktools import setup_notebook\n"
+            "setup_notebook()\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
+    assert out.stdout.strip() == "False"
+    for _, chapter in lc.SECTIONS.values():
+        source = (CHAPTERS_DIR / f"{chapter}.ipynb").read_text(encoding="utf-8")
+        assert not re.search(r"\bimport torch\b|from torch\b", source), chapter
+
+
+@pytest.mark.parametrize("section", list(lc.SECTIONS), ids=lambda s: lc.SECTIONS[s][1])
+def test_each_chapter_writes_and_checks_its_problems_in_the_plans_order(section):
+    """The reader's code is in the chapter: per problem an exported pandas function and MySQL
+    text, checked with lc.check and lc.check_sql; the plan's problems come first, in its order,
+    and any others only after a "Beyond the plan" heading."""
+    import nbformat
+
+    from booktools import nbtools
+
+    chapter = lc.SECTIONS[section][1]
+    nb = nbformat.read(CHAPTERS_DIR / f"{chapter}.ipynb", as_version=4)
+    exported = "\n".join(c.source for c in nb.cells if nbtools.is_exported(c))
+    code = "\n".join(c.source for c in nbtools.code_cells(nb))
+    text = "\n".join(c.source for c in nb.cells)
+    problems = [p for p in lc.PROBLEMS if p.section == section]
+    for p in problems:
+        assert re.search(rf"^def {p.name}\(", exported, re.M), f"{p.number}: no exported def {p.name}"
+        assert re.search(rf"^{p.sql_name} = ", exported, re.M), f"{p.number}: no exported {p.sql_name}"
+        assert re.search(rf"lc\.check\({p.number}, {p.name}\)", code), f"{p.number}: lc.check not called"
+        assert re.search(rf"lc\.check_sql\({p.number}, {p.sql_name}\)", code), f"{p.number}: lc.check_sql not called"
+    firsts = [text.index(f"def {p.name}(") for p in problems]
+    assert firsts == sorted(firsts), "problems appear in the plan's order"
+    beyond = [p for p in problems if not p.in_plan]
+    if beyond:
+        heading = re.search(r"^#+ Beyond the plan", text, re.M)
+        assert heading and all(text.index(f"def {p.name}(") > heading.start() for p in beyond)
+        assert all(text.index(f"def {p.name}(") < heading.start() for p in problems if p.in_plan)
+
+
+def test_what_the_introduction_counts_is_true():
+    """intro.md says how many problems each Part IV chapter holds, in and beyond the plan."""
+    intro = (REPO_ROOT / "intro.md").read_text(encoding="utf-8")
+    words = {"one": 1, "two": 2, "three": 3}
+    assert "The 30 problems of LeetCode's study plan" in intro and "plus three problems beyond the plan" in intro
+    assert len(lc.PLAN) == 30 and len(lc.PROBLEMS) - len(lc.PLAN) == 3
+    for section, (_, chapter) in lc.SECTIONS.items():
+        found = re.search(rf"\{{doc\}}`chapters/{chapter}` \((\d+)(?: problems)?(?:, and (\w+)\s+beyond\s+the plan)?\)", intro)
+        assert found, chapter
+        in_plan = sum(p.in_plan for p in lc.PROBLEMS if p.section == section)
+        beyond = sum(not p.in_plan for p in lc.PROBLEMS if p.section == section)
+        assert (int(found[1]), words.get(found[2], 0)) == (in_plan, beyond), chapter

@@ -224,7 +224,8 @@ at::Tensor linearop(
 }
 
 // Facts about this build that Python reads once at import: whether CUDA
-// kernels were compiled, the algo names per device, the CPU micro-kernels.
+// kernels were compiled, the algo names per device, the CPU micro-kernels,
+// the compiler, and whether OpenMP was on.
 std::string build_info() {
   std::ostringstream out;
 #ifdef MYLINEAROPS_WITH_CUDA
@@ -235,6 +236,18 @@ std::string build_info() {
   out << ";cpu_algos=" << algo_names(c10::DeviceType::CPU)
       << ";cuda_algos=" << algo_names(c10::DeviceType::CUDA)
       << ";cpu_microkernels=" << cpu_microkernels();
+#if defined(__clang__)
+  out << ";compiler=clang " << __clang_major__ << "." << __clang_minor__ << "." << __clang_patchlevel__;
+#elif defined(__GNUC__)
+  out << ";compiler=gcc " << __GNUC__ << "." << __GNUC_MINOR__ << "." << __GNUC_PATCHLEVEL__;
+#else
+  out << ";compiler=other";
+#endif
+#ifdef _OPENMP
+  out << ";openmp=1"; // without it the CPU kernels run on one thread
+#else
+  out << ";openmp=0";
+#endif
   return out.str();
 }
 

@@ -17,8 +17,12 @@ Environment switches (read at build time):
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 EXT_DIR = Path(__file__).resolve().parent.parent  # ext/ in a source checkout
@@ -169,11 +173,29 @@ def check_toolchain(need_ninja: bool = True) -> None:
             )
 
 
+@functools.lru_cache(maxsize=None)
+def openmp_flags() -> tuple[str, ...]:
+    """("-fopenmp",) if the C++ compiler (CXX, as torch's build uses it) compiles and links an
+    OpenMP program; else () and a warning: the CPU kernels then run on one thread."""
+    cxx = os.environ.get("CXX", "c++")
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "probe.cpp"
+        source.write_text("#include <omp.h>\nint main() { return omp_get_max_threads() > 0 ? 0 : 1; }\n")
+        probe = subprocess.run([cxx, "-fopenmp", str(source), "-o", str(Path(tmp) / "probe")],
+                               capture_output=True, text=True)
+    if probe.returncode == 0:
+        return ("-fopenmp",)
+    print(f"mylinearops: {cxx} cannot build OpenMP code (for Clang: apt-get install libomp-dev); "
+          "the CPU kernels will run on one thread", file=sys.stderr)
+    return ()
+
+
 def cxx_flags(with_cuda: bool) -> list[str]:
-    # -fopenmp: at::parallel_for is a header template; compiled without
-    # OpenMP it silently runs on one thread. No -march=native: the AVX2 and
-    # AVX-512 micro-kernels are compiled per file and chosen at run time.
-    flags = ["-O3", "-fopenmp"]
+    # OpenMP: our driver's thread team and at::parallel_for (a header template)
+    # both need it; compiled without it they silently run on one thread. No
+    # -march=native: the AVX2 and AVX-512 micro-kernels are compiled per file
+    # and chosen at run time.
+    flags = ["-O3", *openmp_flags()]
     if with_cuda:
         flags.append("-DMYLINEAROPS_WITH_CUDA")
     return flags
@@ -184,7 +206,7 @@ def nvcc_flags() -> list[str]:
 
 
 def link_flags() -> list[str]:
-    return ["-fopenmp"]
+    return list(openmp_flags())
 
 
 def sources(with_cuda: bool, root: Path = EXT_DIR, python_module: bool = False) -> list[str]:

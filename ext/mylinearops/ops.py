@@ -26,6 +26,7 @@ def _parse_build_info() -> dict[str, object]:
         key, _, value = item.partition("=")
         info[key] = value
     info["with_cuda"] = info["with_cuda"] == "1"
+    info["openmp"] = info["openmp"] == "1"
     for key in ("cpu_algos", "cuda_algos", "cpu_microkernels"):
         info[key] = tuple(str(info[key]).split(",")) if info[key] else ()
     return info
@@ -38,7 +39,8 @@ ALGOS: dict[str, tuple[str, ...]] = {"cpu": _INFO["cpu_algos"], "cuda": _INFO["c
 
 
 def build_info() -> dict[str, object]:
-    """How the loaded library was built: with_cuda, algos, CPU micro-kernels, origin."""
+    """How the loaded library was built: with_cuda, algos, CPU micro-kernels, compiler,
+    openmp, origin."""
     from . import _LOADED_FROM, jit
 
     info = dict(_INFO)

@@ -21,6 +21,17 @@ def test_build_info():
     info = mylinearops.build_info()
     assert info["loaded_from"] in ("package", "jit")
     assert "generic" in info["cpu_microkernels"]
+    assert info["compiler"].split()[0] in ("gcc", "clang") and isinstance(info["openmp"], bool)
+
+
+def test_built_by_the_compiler_asked_for_with_openmp():
+    """`make test-clang` builds with Clang and sets MYLINEAROPS_EXPECT_COMPILER=clang; the
+    regular build is GCC's. Either way OpenMP must be on: without it the kernels run on one
+    thread (the build prints a warning; this test makes it an error where it matters)."""
+    info = mylinearops.build_info()
+    expected = os.environ.get("MYLINEAROPS_EXPECT_COMPILER", "gcc")
+    assert info["compiler"].startswith(expected + " "), info["compiler"]
+    assert info["openmp"]
 
 
 @pytest.mark.skipif(os.environ.get("MYLINEAROPS_CUDA", "auto") == "0", reason="MYLINEAROPS_CUDA=0: CPU-only build requested")

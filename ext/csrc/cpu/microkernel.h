@@ -1,8 +1,8 @@
 // The contract between the packed GEMM driver (matmul_cpu.cpp) and the
 // per-instruction-set micro-kernels (microkernel_*.cpp). Deliberately free of
-// ATen headers: the micro-kernel files are compiled for AVX-512 / AVX2 with
-// `#pragma GCC target`, and inline code shared with the rest of the library
-// must not be compiled for an instruction set the CPU might lack.
+// ATen headers: the micro-kernel files are compiled for AVX-512 / AVX2 with a
+// target pragma (GCC's, or Clang's attribute pragma), and inline code shared
+// with the rest of the library must not be compiled for an instruction set the CPU might lack.
 #pragma once
 
 #include <cstdint>

@@ -1,12 +1,17 @@
 // AVX2+FMA micro-kernels. Only this file is compiled for AVX2 (via the
-// target pragma), so the library still loads and runs on CPUs without it;
+// target pragma of GCC or Clang), so the library still loads and runs on CPUs without it;
 // matmul_cpu.cpp picks a kernel at run time with __builtin_cpu_supports.
 #include "microkernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h> // its intrinsics carry their own target attributes
+
+#if defined(__clang__) // Clang ignores GCC's target pragma; this is its equivalent
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
-#include <immintrin.h>
+#endif
 
 #include "microkernel_impl.h"
 
@@ -44,7 +49,11 @@ constexpr FmaLoop kFmaLoop{"avx2", kFmaChains * Avx2F32::kWidth * 2, &fma_peak_l
 
 } // namespace
 } // namespace mylinearops::cpu
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx2_kernel_f32() { return &kF32; }

@@ -1,13 +1,18 @@
 // AVX-512 micro-kernels. Only this file is compiled for AVX-512 (via the
-// target pragma), so the library still loads and runs on CPUs without it;
+// target pragma of GCC or Clang), so the library still loads and runs on CPUs without it;
 // matmul_cpu.cpp picks a kernel at run time with __builtin_cpu_supports.
 #include "microkernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h> // its intrinsics carry their own target attributes
+
 // [book:cpu-avx512-target]
+#if defined(__clang__) // Clang ignores GCC's target pragma; this is its equivalent
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,fma")
-#include <immintrin.h>
+#endif
 
 #include "microkernel_impl.h"
 
@@ -46,7 +51,11 @@ constexpr FmaLoop kFmaLoop{"avx512", kFmaChains * Avx512F32::kWidth * 2, &fma_pe
 
 } // namespace
 } // namespace mylinearops::cpu
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return &kF32; }

@@ -1,6 +1,6 @@
 // The register-blocked micro-kernel, written once over a small "vector
 // traits" type (load / broadcast / fma / add / store). Each microkernel_*.cpp
-// includes this after choosing its instruction set with `#pragma GCC target`
+// includes this after choosing its instruction set with a target pragma (GCC's, or Clang's attribute pragma)
 // and defines the traits with that set's intrinsics. Everything here has
 // internal linkage so the differently-compiled copies never mix.
 #pragma once
