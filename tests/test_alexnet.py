@@ -77,7 +77,10 @@ def test_profiler_shows_the_convolution_chain():
     assert calls == [(0, "aten::conv2d"), (1, "aten::convolution"), (2, "aten::_convolution"),
                      (3, "aten::mkldnn_convolution")]
     double = ax.aten_call_tree(conv.double(), torch.randn(1, 3, 224, 224, dtype=torch.float64))
-    assert [name for _, name in double][-1] == "aten::_slow_conv2d_forward"
+    names = [name for _, name in double]
+    assert "aten::_slow_conv2d_forward" in names
+    # the slow kernel copies the bias into its output first: a data-moving op, shown
+    assert names[-1] == "aten::copy_" and names.index("aten::_slow_conv2d_forward") < len(names) - 1
 
 
 def test_conv_cost_divides_by_groups():
@@ -118,3 +121,43 @@ def test_generated_binding_and_yaml_entry():
     assert "THPVariable_conv2d" in code and "PythonArgParser" in code and "at::conv2d_symint" in code
     entry = ax.native_functions_entry("convolution")[0]
     assert "aten::" + entry["func"] == str(torch.ops.aten.convolution.default._schema)
+
+
+def test_call_tree_hides_no_data_moving_operator():
+    moving = {"aten::copy_", "aten::clone", "aten::contiguous", "aten::fill_", "aten::zero_", "aten::zeros",
+              "aten::reshape"}
+    assert not moving & ax.BOOKKEEPING_OPS
+    # addmm copies the bias into its output: the default tree shows it
+    linear = nn.Linear(8, 4)
+    calls = [name for _, name in ax.aten_call_tree(linear, torch.randn(2, 8))]
+    assert calls[:2] == ["aten::linear", "aten::addmm"] and "aten::copy_" in calls
+    # a copy made by contiguous() is shown too, while the view it copies from is hidden
+    x = torch.randn(4, 6)
+    calls = [name for _, name in ax.aten_call_tree(lambda t: t.t().contiguous(), x)]
+    assert "aten::t" not in calls and "aten::contiguous" in calls and "aten::copy_" in calls
+
+
+def test_im2col_and_gemm_equal_the_convolution():
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 8, kernel_size=5, stride=2, padding=1).double()
+    x = torch.randn(2, 3, 17, 17, dtype=torch.float64)
+    columns = F.unfold(x, kernel_size=5, stride=2, padding=1)
+    by_gemm = conv.weight.flatten(1) @ columns + conv.bias[:, None]
+    with torch.no_grad():
+        expected = conv(x)
+        assert torch.allclose(by_gemm.view_as(expected), expected, rtol=0, atol=1e-12)
+
+
+def test_dispatch_table_names_the_registering_file():
+    table = ax.dispatch_table("aten::convolution", ["AutogradCPU", "PrivateUse1", "SparseCsrCUDA"])
+    assert table["AutogradCPU"].startswith("autograd kernel, from VariableType_")
+    assert "/" not in "".join(table.values())
+
+
+def test_dtype_is_not_a_dispatch_key():
+    keys = {str(torch._C._dispatch_keys(torch.ones(2, dtype=dtype)))
+            for dtype in (torch.float32, torch.float64, torch.int64, torch.bool)}
+    assert len(keys) == 1
+    assert "AutogradCPU" in str(torch._C._dispatch_keys(torch.ones(2)))  # even without requires_grad

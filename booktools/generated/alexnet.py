@@ -196,37 +196,36 @@ def generated_python_binding(name: str) -> str:
 
 from booktools.profiling import call_tree, print_call_tree
 
-# Ops that only allocate or re-describe memory; hiding them leaves the compute path.
+# Ops that touch no tensor element: allocation, views, and no-ops on real tensors.
+# Anything that copies or fills (copy_, clone, contiguous, fill_, zero_, ...) is shown.
 BOOKKEEPING_OPS = frozenset(
     {
+        # allocate or resize memory, without writing it
         "aten::empty",
         "aten::empty_strided",
+        "aten::empty_like",
+        "aten::resize_",
+        # views: new sizes and strides over the same memory
         "aten::view",
+        "aten::_unsafe_view",
+        "aten::_reshape_alias",
         "aten::as_strided",
         "aten::as_strided_",
-        "aten::resize_",
-        "aten::reshape",
-        "aten::_reshape_alias",
         "aten::expand",
         "aten::t",
         "aten::transpose",
-        "aten::contiguous",
-        "aten::clone",
-        "aten::empty_like",
-        "aten::copy_",
-        "aten::_nnpack_available",
-        "aten::detach",
-        "aten::lift_fresh",
         "aten::alias",
+        "aten::detach",
         "aten::select",
         "aten::slice",
         "aten::unsqueeze",
         "aten::squeeze",
+        # return their input: lift_fresh always, resolve_* unless a conj/neg bit is set
+        "aten::lift_fresh",
         "aten::resolve_conj",
         "aten::resolve_neg",
-        "aten::zeros",
-        "aten::zero_",
-        "aten::fill_",
+        # a query, no tensor at all
+        "aten::_nnpack_available",
     }
 )
 
@@ -252,6 +251,8 @@ import torch
 
 def dispatch_table(op: str, keys) -> dict[str, str]:
     """For each dispatch key in `keys`: what the dispatcher runs for operator `op`.
+
+    Reads torch._C._dispatch_dump_table(op), the dispatcher's own printout of its table.
 
     Parsed from torch._C._dispatch_dump_table; the registering file is reduced to its name
     (no build-machine paths). Keys with nothing registered say so.
