@@ -139,3 +139,43 @@ def test_notes_fixed_pooling_breaks_where_ours_does_not():
         assert ours(small).shape == (1, 1000)
         with pytest.raises(RuntimeError, match="Output size is too small"):
             notes(small)
+
+
+def test_notes_448_error_names_1000_classes_not_10():
+    """The notes' fixed pooling at 448x448: the classifier's full shape is in the message."""
+    torch.manual_seed(0)
+    notes = notes_resnet(18).eval()
+    with torch.no_grad(), pytest.raises(RuntimeError, match=r"\(1x2048 and 512x1000\)"):
+        notes(torch.randn(1, 3, 448, 448))
+
+
+def test_plain_block_is_the_basic_block_without_its_shortcut():
+    torch.manual_seed(0)
+    plain, residual = rn.PlainBasicBlock(8, 8).eval(), rn.ResidualBasicBlock(8, 8).eval()
+    plain.load_state_dict(residual.state_dict(), strict=True)
+    x = torch.rand(2, 8, 5, 5)
+    with torch.no_grad():
+        branch = residual.bn2(residual.conv2(residual.relu(residual.bn1(residual.conv1(x)))))
+        assert torch.equal(plain(x), torch.relu(branch))
+        assert torch.equal(residual(x), torch.relu(branch + x))
+
+
+def test_shortcuts_keep_the_gradient_from_growing_geometrically():
+    """The chapter's gradient experiment, on random images: at initialisation, without
+    shortcuts every block enlarges the gradient on its way back, by more per block than
+    with shortcuts, and the stem's gradient ends up much larger."""
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randn(16, 1, 28, 28, generator=generator)
+    labels = torch.randint(0, 10, (16,), generator=generator)
+    growth, stem = {}, {}
+    for kind, block in (("residual", rn.ResidualBasicBlock), ("plain", rn.PlainBasicBlock)):
+        torch.manual_seed(0)
+        net = rn.ResNetBase(block, [3, 4, 6, 3], in_channels=1, num_classes=10)
+        g = rn.block_input_gradients(net, images, labels)
+        assert len(g) == 16
+        growth[kind] = (g[0] / g[-1]) ** (1 / (len(g) - 1))
+        stem[kind] = net.conv1.weight.grad.norm().item()
+        if kind == "plain":
+            assert all(a > b for a, b in zip(g, g[1:]))
+    assert growth["residual"] < growth["plain"]
+    assert stem["plain"] > 3 * stem["residual"]

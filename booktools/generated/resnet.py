@@ -496,3 +496,34 @@ def compare_with_torchvision(
         and torch.allclose(mine, reference, rtol=1e-4, atol=1e-5),
         "bitwise equal": same_shape and torch.equal(mine, reference),
     }
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class PlainBasicBlock(ResidualBasicBlock):
+    """The basic block without its shortcut: the paper's "plain" network (Figure 3, middle)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(out)))
+
+
+def block_input_gradients(model: nn.Module, images, labels) -> list[float]:
+    """Norm of d(loss)/d(input of each block), first block first, from one training-mode
+    forward and backward pass of cross-entropy on (images, labels)."""
+    stages = (model.layer1, model.layer2, model.layer3, model.layer4)
+    inputs = []
+
+    def keep(module, args):
+        args[0].retain_grad()  # an intermediate tensor keeps its .grad only if asked to
+        inputs.append(args[0])
+
+    handles = [block.register_forward_pre_hook(keep) for s in stages for block in s]
+    try:
+        F.cross_entropy(model.train()(images), labels).backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [x.grad.norm().item() for x in inputs]
