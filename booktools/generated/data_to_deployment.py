@@ -136,6 +136,83 @@ def plot_history(history: History, eval_name: str = "test"):
     fig.tight_layout()
     return fig
 
+import hashlib
+import io
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+
+from booktools.paths import REPO_ROOT
+
+AOTI_CACHE_DIR = REPO_ROOT / "_build" / "aoti"  # git-ignored, kept between runs
+
+
+def _compiler_version() -> str:
+    cxx = os.environ.get("CXX") or "c++"
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return "none"
+    return out.splitlines()[0] if out else "unknown"
+
+
+def aoti_cache_key(
+    program, metadata: dict[str, str], configs: dict | None = None
+) -> str:
+    """A hash of what decides the compiled package: graph, weights, options, torch, compiler, ISA."""
+    from torch._inductor import cpu_vec_isa
+
+    digest = hashlib.sha256()
+    digest.update(str(program.graph_module.code).encode())
+    digest.update(str(program.range_constraints).encode())
+    for name, tensor in sorted({**program.state_dict, **program.constants}.items()):
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().contiguous().cpu().numpy().tobytes())
+    context = {
+        "metadata": metadata,
+        "configs": configs or {},
+        "torch": torch.__version__,
+        "compiler": _compiler_version(),
+        "vec_isa": str(cpu_vec_isa.pick_vec_isa()),
+    }
+    digest.update(json.dumps(context, sort_keys=True).encode())
+    return digest.hexdigest()[:20]
+
+
+def aoti_package(
+    program,
+    metadata: dict[str, str],
+    *,
+    configs: dict | None = None,
+    cache_dir: Path = AOTI_CACHE_DIR,
+) -> tuple[Path, dict]:
+    """Compile `program` with AOTInductor into a .pt2 package, or reuse the cached one.
+
+    Returns the package's path and a record: its key, whether this call compiled it, and the
+    seconds the (first, cold) compile took.
+    """
+    key = aoti_cache_key(program, metadata, configs)
+    package = Path(cache_dir) / f"{key}.pt2"
+    record_file = package.with_suffix(".json")
+    if package.is_file() and record_file.is_file():
+        return package, {**json.loads(record_file.read_text()), "compiled_now": False}
+    package.parent.mkdir(parents=True, exist_ok=True)
+    partial = package.with_suffix(f".{os.getpid()}.partial.pt2")
+    start = time.perf_counter()
+    torch._inductor.aoti_compile_and_package(
+        program,
+        package_path=str(partial),
+        inductor_configs={**(configs or {}), "aot_inductor.metadata": metadata},
+    )
+    record = {"key": key, "compile_seconds": time.perf_counter() - start}
+    partial.replace(package)  # atomic: a concurrent reader never sees half a package
+    record_file.write_text(json.dumps(record))
+    return package, {**record, "compiled_now": True}
+
 import os
 from pathlib import Path
 
@@ -143,9 +220,10 @@ import torch.utils
 
 from booktools.paths import REPO_ROOT
 
-CPP_DIR = REPO_ROOT / "cpp" / "inference"  # main.cpp and CMakeLists.txt
+CPP_DIR = REPO_ROOT / "cpp" / "inference"  # main.cpp, classify_aoti.cpp, CMakeLists.txt
 DEFAULT_BUILD_DIR = CPP_DIR / "build"  # git-ignored, kept between runs
-EXECUTABLE_NAME = "classify"
+EXECUTABLE_NAME = "classify"  # TorchScript (legacy)
+AOTI_EXECUTABLE_NAME = "classify_aoti"  # AOTInductor package
 
 
 def configure_command(build_dir: Path, cmake_args: tuple[str, ...] = ()) -> list[str]:
@@ -202,6 +280,7 @@ class Build:
     fallback_reason: str | None = (
         None  # why find_package(Torch) was given up for the CPU link mode
     )
+    aoti_executable: Path | None = None  # classify_aoti, for AOTInductor packages
 
 
 @dataclass
@@ -299,7 +378,7 @@ def build_cpp_inference(
     cmake_args: tuple[str, ...] = (),
     jobs: int | None = None,
 ) -> Build:
-    """Configure (if needed) and build cpp/inference in `build_dir`; return the result.
+    """Configure (if needed) and build cpp/inference (both programs) in `build_dir`.
 
     cmake_args: extra configure options, e.g. ("-DCLASSIFY_TORCH_LINK=CPU",). Without an explicit
     CLASSIFY_TORCH_LINK, a failed find_package(Torch) configuration (typically a CUDA toolkit that
@@ -335,12 +414,21 @@ def build_cpp_inference(
                 )
             record.write_text("\n".join(command), encoding="utf-8")
         _run(build_command(build_dir, jobs), "building the C++ inference program")
-    executable = build_dir / EXECUTABLE_NAME
-    if not executable.is_file():
-        raise RuntimeError(f"the build finished but {executable} does not exist")
+    executable, aoti_executable = (
+        build_dir / EXECUTABLE_NAME,
+        build_dir / AOTI_EXECUTABLE_NAME,
+    )
+    for program in (executable, aoti_executable):
+        if not program.is_file():
+            raise RuntimeError(f"the build finished but {program} does not exist")
     link_mode = _cached(build_dir, "CLASSIFY_LINK_MODE") or "?"
     return Build(
-        executable, time.perf_counter() - start, configured, link_mode, fallback_reason
+        executable,
+        time.perf_counter() - start,
+        configured,
+        link_mode,
+        fallback_reason,
+        aoti_executable,
     )
 
 
@@ -353,8 +441,12 @@ def run_cpp_inference(
     threads: int | None = None,
     batch_size: int = 1000,
     show: int = 5,
+    repeat: int = 1,
 ) -> Run:
-    """Run the program on an IDX image file; return its output, predictions and logits."""
+    """Run classify or classify_aoti on an IDX image file; return its output, predictions, logits.
+
+    repeat: passes over all images after the warm-up; the program reports the median time.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "predictions.csv"
         command = [str(executable), str(model), str(images)] + (
@@ -365,6 +457,8 @@ def run_cpp_inference(
             str(batch_size),
             "--show",
             str(show),
+            "--repeat",
+            str(repeat),
             "--output",
             str(output),
         ]
