@@ -12,61 +12,16 @@
 // cannot drift from the preprocessing used in training. The class names come from the model
 // too, from its `classes` attribute.
 
-#include <ATen/Parallel.h>  // at::set_num_threads
 #include <torch/script.h>
 
-#include "idx.h"  // read_idx: the IDX reader both programs share
+#include "classify_common.h"  // options, the timed batch loop and the report, shared with classify_aoti
 
-#include <algorithm>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace {
 
-using idx::IdxArray;
-using idx::read_idx;
-
-struct Options {
-  std::string model, images, labels, output;
-  int threads = 0, batch_size = 1000, show = 5, repeat = 1;
-};
-
-Options parse(int argc, char** argv) {
-  Options opt;
-  std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--threads") opt.threads = std::stoi(value());
-    else if (arg == "--batch-size") opt.batch_size = std::stoi(value());
-    else if (arg == "--repeat") opt.repeat = std::stoi(value());
-    else if (arg == "--show") opt.show = std::stoi(value());
-    else if (arg == "--output") opt.output = value();
-    else if (arg.rfind("--", 0) == 0) throw std::runtime_error("unknown option " + arg);
-    else positional.push_back(arg);
-  }
-  if (positional.size() < 2 || positional.size() > 3 || opt.batch_size < 1 || opt.repeat < 1)
-    throw std::runtime_error(
-        "usage: classify MODEL.pt IMAGES-idx3-ubyte [LABELS-idx1-ubyte] "
-        "[--threads N] [--batch-size N] [--repeat N] [--show N] [--output FILE]");
-  opt.model = positional[0];
-  opt.images = positional[1];
-  if (positional.size() == 3) opt.labels = positional[2];
-  return opt;
-}
-
-std::string file_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
-
-int run(const Options& opt) {
+int run(const classify::Options& opt) {
   if (opt.threads > 0) at::set_num_threads(opt.threads);
 
   // [book:load-and-run]
@@ -75,83 +30,16 @@ int run(const Options& opt) {
   std::vector<std::string> classes;
   for (const auto& name : model.attr("classes").toListRef()) classes.push_back(name.toStringRef());
 
-  IdxArray images = read_idx(opt.images, 3);
-  const int64_t n = images.shape[0];
-  // A view of the bytes as a uint8 tensor [N, 1, rows, cols]; from_blob does not copy.
-  torch::Tensor all = torch::from_blob(images.bytes.data(), {n, 1, images.shape[1], images.shape[2]},
-                                       torch::kUInt8);
-
-  c10::InferenceMode no_autograd;  // inference only: no graph recording, no version counters
-  // The first calls profile and optimize the TorchScript graph and set up the CPU kernels: warm up
-  // on one batch before timing, as a server would.
-  torch::Tensor first_batch = all.slice(/*dim=*/0, 0, std::min<int64_t>(n, opt.batch_size));
-  for (int warm_up = 0; warm_up < 2; ++warm_up) model.forward({first_batch});
-  std::vector<double> pass_seconds;  // one pass = all images once; the median is reported
-  torch::Tensor logits;
-  for (int pass = 0; pass < opt.repeat; ++pass) {
-    std::vector<torch::Tensor> outputs;
-    auto start = std::chrono::steady_clock::now();
-    for (int64_t first = 0; first < n; first += opt.batch_size) {
-      torch::Tensor batch = all.slice(/*dim=*/0, first, std::min(n, first + opt.batch_size));
-      outputs.push_back(model.forward({batch}).toTensor());
-    }
-    pass_seconds.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    logits = torch::cat(outputs);
-  }
-  torch::Tensor predicted = logits.argmax(/*dim=*/1);
+  idx::IdxArray images = idx::read_idx(opt.images, 3);
+  auto forward = [&](const torch::Tensor& batch) { return model.forward({batch}).toTensor(); };
+  classify::Result result = classify::run_in_batches(classify::as_tensor(images), opt, forward);
   // [/book:load-and-run]
-
-  std::printf("model: %s, %zu classes; threads: %d\n", file_name(opt.model).c_str(), classes.size(),
-              at::get_num_threads());
-  std::printf("images: %lld of %lldx%lld from %s\n", static_cast<long long>(n),
-              static_cast<long long>(images.shape[1]), static_cast<long long>(images.shape[2]),
-              file_name(opt.images).c_str());
-
-  IdxArray labels;
-  if (!opt.labels.empty()) {
-    labels = read_idx(opt.labels, 1);
-    if (labels.shape[0] != n) throw std::runtime_error("images and labels differ in number");
-  }
-  auto p = predicted.accessor<int64_t, 1>();
-  for (int64_t i = 0; i < std::min<int64_t>(n, opt.show); ++i) {
-    std::printf("  image %lld: %-12s", static_cast<long long>(i), classes.at(p[i]).c_str());
-    if (!opt.labels.empty()) std::printf(" (label: %s)", classes.at(labels.bytes[i]).c_str());
-    std::printf("\n");
-  }
-  if (!opt.labels.empty()) {
-    int64_t correct = 0;
-    for (int64_t i = 0; i < n; ++i) correct += p[i] == labels.bytes[i];
-    std::printf("accuracy: %.2f%% (%lld of %lld)\n", 100.0 * correct / n,
-                static_cast<long long>(correct), static_cast<long long>(n));
-  }
-  std::sort(pass_seconds.begin(), pass_seconds.end());
-  std::printf("forward time: %.1f ms for %lld images (median of %d passes)\n",
-              1e3 * pass_seconds[pass_seconds.size() / 2], static_cast<long long>(n), opt.repeat);
-
-  if (!opt.output.empty()) {
-    std::FILE* out = std::fopen(opt.output.c_str(), "w");
-    if (!out) throw std::runtime_error("cannot write " + opt.output);
-    auto l = logits.accessor<float, 2>();
-    for (int64_t i = 0; i < n; ++i) {
-      std::fprintf(out, "%lld", static_cast<long long>(p[i]));
-      for (int64_t k = 0; k < logits.size(1); ++k) std::fprintf(out, ",%.9g", l[i][k]);  // exact float32
-      std::fprintf(out, "\n");
-    }
-    std::fclose(out);
-  }
-  return 0;
+  return classify::report(opt, classes, images, result);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const c10::Error& e) {  // libtorch's errors: a bad archive, a shape mismatch, ...
-    std::cerr << "classify: " << e.what_without_backtrace() << "\n";
-  } catch (const std::exception& e) {
-    std::cerr << "classify: " << e.what() << "\n";
-  }
-  return 1;
+  return classify::guarded_main(
+      "classify", [&] { return run(classify::parse(argc, argv, "classify", "MODEL.pt")); });
 }
