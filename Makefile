@@ -7,6 +7,8 @@
 #   make test                      run every test: unit tests, extension tests, strict nbval
 #   make test-avx2                 strict nbval of every notebook as on a CPU without AVX-512
 #   make test-clang                build the extension with Clang (CPU kernels) and run its tests
+#   make test-other-torch          the stable-ABI wheel's tests under another torch release (2.13)
+#   make wheel                     build the extension's wheels into dist/ (stable ABI and regular)
 #   make refresh                   re-execute all notebooks and store their outputs
 #   make notebook NB=chapters/tensors.ipynb   execute one notebook, store and check its outputs
 #   make sync                      rewrite the Colab bootstrap cells; write booktools/generated/ from `#| export` cells
@@ -24,7 +26,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book serve mathjax format test test-avx2 test-clang refresh notebook sync check bench clean
+.PHONY: setup book serve mathjax format test test-avx2 test-clang test-other-torch wheel refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -75,6 +77,18 @@ test-clang: setup
 	cd $(CLANG_DIR) && MYLINEAROPS_CUDA=0 MYLINEAROPS_EXPECT_COMPILER=clang PYTHONPATH=. \
 	    $(abspath $(PY)) -m pytest -q -p no:cacheprovider tests
 
+# The wheels to distribute (ext/README.md says which to use when): the stable-ABI one, for
+# every torch >= 2.10 on CPython >= 3.9, and the regular one, for exactly the installed torch.
+# With CUDA kernels where MYLINEAROPS_CUDA says (auto: if nvcc and a CUDA torch are found).
+wheel: setup
+	$(PY) -m booktools.shipping wheel --abi stable --cuda $${MYLINEAROPS_CUDA:-auto}
+	$(PY) -m booktools.shipping wheel --abi regular --cuda $${MYLINEAROPS_CUDA:-auto}
+
+# The stable ABI's promise, checked: the stable wheel (CPU kernels) built here against the
+# pinned torch passes the extension's tests in a venv with another torch release.
+test-other-torch: setup
+	$(PY) -m booktools.shipping test-other-torch
+
 refresh: setup
 	$(PY) -m booktools.nbtools refresh
 
@@ -99,4 +113,4 @@ bench: setup
 	$(PY) ext/bench/bench_matmul.py
 
 clean:
-	rm -rf _build ext/build ext/.jit-build .jit-build
+	rm -rf _build dist ext/build ext/.jit-build .jit-build

@@ -52,9 +52,9 @@ bool cpu_supports(Algo algo);
 
 #ifdef MYLINEAROPS_WITH_CUDA
 // CUDA backend (cuda/matmul_cuda.cu). Launches on the current stream of
-// the current device; the caller sets the device guard.
+// device_index; the caller makes that device current.
 template <typename T>
-void cuda_gemm(Algo algo, const GemmArgs<T>& args);
+void cuda_gemm(Algo algo, const GemmArgs<T>& args, int device_index);
 #endif
 
 } // namespace mylinearops

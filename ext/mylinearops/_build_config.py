@@ -6,6 +6,10 @@ can load it by file path before the package exists.
 
 Environment switches (read at build time):
 
+``MYLINEAROPS_ABI``         ``regular`` (default): the ATen C++ API, a binary for exactly
+                            the torch it was built against; ``stable``: the LibTorch
+                            stable ABI and Python's limited API, one binary for every
+                            torch >= 2.10 and CPython >= 3.9 (``STABLE_TORCH_TARGET``).
 ``MYLINEAROPS_CUDA``        ``auto`` (default): build the CUDA kernels when torch
                             is a CUDA build and a CUDA toolkit (nvcc) is found;
                             ``1``: require them (error if impossible); ``0``: CPU only.
@@ -27,15 +31,21 @@ from pathlib import Path
 
 EXT_DIR = Path(__file__).resolve().parent.parent  # ext/ in a source checkout
 
-CPU_SOURCES = [
-    "csrc/mylinearops.cpp",
-    "csrc/autograd.cpp",
+# The operator layer and the kernels: compiled into both builds.
+SHARED_CPU_SOURCES = [
+    "csrc/operator.cpp",
     "csrc/cpu/matmul_cpu.cpp",
     "csrc/cpu/cpu_features.cpp",
     "csrc/cpu/microkernel_avx512.cpp",
     "csrc/cpu/microkernel_avx2.cpp",
     "csrc/cpu/microkernel_generic.cpp",
 ]
+# The front ends: at::Tensor + TORCH_LIBRARY + C++ autograd, or the stable ABI.
+FRONT_END_SOURCES = {
+    "regular": ["csrc/mylinearops.cpp", "csrc/autograd.cpp"],
+    "stable": ["csrc/stable/mylinearops_stable.cpp"],
+}
+CPU_SOURCES = FRONT_END_SOURCES["regular"] + SHARED_CPU_SOURCES  # the regular build's
 CUDA_SOURCES = [
     "csrc/cuda/matmul_cuda.cu",
     "csrc/cuda/matmul_register_blocked.cu",
@@ -44,6 +54,8 @@ CUDA_SOURCES = [
 PYTHON_MODULE_SOURCE = "csrc/python_module.cpp"
 HEADERS = [
     "csrc/mylinearops.h",
+    "csrc/operator.h",
+    "csrc/runtime.h",
     "csrc/cpu/microkernel.h",
     "csrc/cpu/cpu_features.h",
     "csrc/cpu/microkernel_impl.h",
@@ -55,6 +67,35 @@ HEADERS = [
 DEFAULT_CUDA_ARCH_LIST = "9.0+PTX"
 
 CUDA_MODES = ("auto", "0", "1")
+ABIS = ("regular", "stable")
+# The oldest torch the stable build may call into: TORCH_TARGET_VERSION hides every
+# newer stable-ABI function at compile time, so the binary loads into torch >= 2.10.
+STABLE_TORCH_TARGET = (2, 10)
+# The oldest CPython whose limited API the stable build's module uses (extension-cpp's too).
+STABLE_PYTHON_TARGET = (3, 9)
+
+
+def abi() -> str:
+    value = os.environ.get("MYLINEAROPS_ABI", "regular").strip().lower() or "regular"
+    if value not in ABIS:
+        raise ValueError(
+            f"MYLINEAROPS_ABI={value!r} is not one of {', '.join(ABIS)} (regular: the ATen C++ API, "
+            "for the torch it is built against; stable: the LibTorch stable ABI, for any torch >= 2.10)"
+        )
+    return value
+
+
+def abi_flags(abi_name: str) -> list[str]:
+    """Preprocessor flags that select the front end and the runtime (csrc/runtime.h)."""
+    if abi_name == "regular":
+        return []
+    major, minor = STABLE_TORCH_TARGET
+    py_major, py_minor = STABLE_PYTHON_TARGET
+    return [
+        "-DMYLINEAROPS_STABLE_ABI",
+        f"-DTORCH_TARGET_VERSION=0x{major:02x}{minor:02x}000000000000",
+        f"-DPy_LIMITED_API=0x{py_major:02x}{py_minor:02x}0000",
+    ]
 
 
 def cuda_mode() -> str:
@@ -190,27 +231,30 @@ def openmp_flags() -> tuple[str, ...]:
     return ()
 
 
-def cxx_flags(with_cuda: bool) -> list[str]:
+def cxx_flags(with_cuda: bool, abi_name: str = "regular") -> list[str]:
     # OpenMP: our driver's thread team and at::parallel_for (a header template)
     # both need it; compiled without it they silently run on one thread. No
     # -march=native: the AVX2 and AVX-512 micro-kernels are compiled per file
     # and chosen at run time.
-    flags = ["-O3", *openmp_flags()]
+    flags = ["-O3", *openmp_flags(), *abi_flags(abi_name)]
     if with_cuda:
         flags.append("-DMYLINEAROPS_WITH_CUDA")
     return flags
 
 
-def nvcc_flags() -> list[str]:
-    return ["-O3", "-lineinfo", "-DMYLINEAROPS_WITH_CUDA"]
+def nvcc_flags(abi_name: str = "regular") -> list[str]:
+    # USE_CUDA: the stable ABI's CUDA shim functions (current stream, launch checks) are
+    # declared only under it.
+    stable = [*abi_flags(abi_name), "-DUSE_CUDA"] if abi_name == "stable" else []
+    return ["-O3", "-lineinfo", "-DMYLINEAROPS_WITH_CUDA", *stable]
 
 
 def link_flags() -> list[str]:
     return list(openmp_flags())
 
 
-def sources(with_cuda: bool, root: Path = EXT_DIR, python_module: bool = False) -> list[str]:
-    files = list(CPU_SOURCES)
+def sources(with_cuda: bool, root: Path = EXT_DIR, python_module: bool = False, abi_name: str = "regular") -> list[str]:
+    files = FRONT_END_SOURCES[abi_name] + SHARED_CPU_SOURCES
     if with_cuda:
         files += CUDA_SOURCES
     if python_module:

@@ -1,13 +1,15 @@
 """The public functions, and the Python halves of the operators.
 
-The C++ library (csrc/mylinearops.cpp) registers two operators:
+The C++ library (csrc/mylinearops.cpp, or csrc/stable/mylinearops_stable.cpp in
+the stable-ABI build) registers two operators:
 
     mylinearops::matmul(Tensor A, Tensor B, str algo="auto") -> Tensor
     mylinearops::linearop(Tensor X, Tensor W, Tensor? b=None, str algo="auto") -> Tensor
 
-with CPU and CUDA kernels, and their autograd formulas (csrc/autograd.cpp).
-This module adds the Python API around them and a fake implementation
-(shapes only, for torch.compile and meta tensors).
+with CPU and CUDA kernels, and (regular build) their autograd formulas
+(csrc/autograd.cpp). This module adds the Python API around them, a fake
+implementation (shapes only, for torch.compile and meta tensors) and, for the
+stable-ABI build, which cannot reach C++ autograd, the autograd formulas.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def _parse_build_info() -> dict[str, object]:
     for item in _ops.build_info().split(";"):
         key, _, value = item.partition("=")
         info[key] = value
+    info.setdefault("abi", "regular")  # libraries built before the stable build existed
     info["with_cuda"] = info["with_cuda"] == "1"
     info["openmp"] = info["openmp"] == "1"
     for key in ("cpu_algos", "cuda_algos", "cpu_microkernels"):
@@ -39,8 +42,8 @@ ALGOS: dict[str, tuple[str, ...]] = {"cpu": _INFO["cpu_algos"], "cuda": _INFO["c
 
 
 def build_info() -> dict[str, object]:
-    """How the loaded library was built: with_cuda, algos, CPU micro-kernels, compiler,
-    openmp, origin."""
+    """How the loaded library was built: abi (regular or stable), with_cuda, algos, CPU
+    micro-kernels, compiler, openmp, origin."""
     from . import _LOADED_FROM, jit
 
     info = dict(_INFO)
@@ -212,7 +215,39 @@ def _linearop_fake(X: Tensor, W: Tensor, b: Tensor | None = None, algo: str = "a
 # [/book:fake-impl]
 
 
-# Autograd: registered in C++ (csrc/autograd.cpp) under the Autograd dispatch
-# key, from the same operators: dA = dC @ B^T, dB = A^T @ dC, db = dC.sum(0).
-# Not torch.library.register_autograd: a Python autograd kernel runs Python on
-# every call, which costs as much as a small matrix product.
+# Autograd: the regular build registers it in C++ (csrc/autograd.cpp) under the
+# Autograd dispatch key: dA = dC @ B^T, dB = A^T @ dC, db = dC.sum(0). Not
+# torch.library.register_autograd: a Python autograd kernel runs Python on
+# every call, which costs as much as a small matrix product. The stable ABI
+# has no C++ autograd, so the stable build pays that price: the same formulas,
+# registered here.
+
+
+# [book:stable-autograd]
+def _setup_context(ctx, inputs, output) -> None:
+    first, second, *rest = inputs
+    ctx.algo = rest[-1]
+    ctx.has_bias = len(rest) == 2 and rest[0] is not None
+    # Save only what the requested gradients need (as csrc/autograd.cpp does).
+    ctx.save_for_backward(
+        first if ctx.needs_input_grad[1] else None, second if ctx.needs_input_grad[0] else None
+    )
+
+
+def _matmul_backward(ctx, grad):
+    A, B = ctx.saved_tensors
+    dA = _ops.matmul(grad, B.mT, ctx.algo) if ctx.needs_input_grad[0] else None
+    dB = _ops.matmul(A.mT, grad, ctx.algo) if ctx.needs_input_grad[1] else None
+    return dA, dB, None
+
+
+def _linearop_backward(ctx, grad):
+    dX, dW, _ = _matmul_backward(ctx, grad)
+    db = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    return dX, dW, db, None
+
+
+if _INFO["abi"] == "stable":
+    torch.library.register_autograd("mylinearops::matmul", _matmul_backward, setup_context=_setup_context)
+    torch.library.register_autograd("mylinearops::linearop", _linearop_backward, setup_context=_setup_context)
+# [/book:stable-autograd]

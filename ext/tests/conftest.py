@@ -15,6 +15,22 @@ import mylinearops
 CPU_ALGOS = mylinearops.available_algos("cpu")
 CUDA_ALGOS = tuple(a for a in mylinearops.ALGOS["cuda"])
 
+# The stable-ABI build (MYLINEAROPS_ABI=stable): only std::exception crosses that ABI, so
+# where the regular build raises TypeError or ValueError from C++, it raises RuntimeError
+# (same message). Errors raised in Python (ops.py) keep their type in both builds.
+STABLE_ABI = mylinearops.build_info()["abi"] == "stable"
+
+
+def cpp_error(declared: type[BaseException]) -> type[BaseException]:
+    """The exception type a C++ check declared as ``declared`` reaches Python as."""
+    return RuntimeError if STABLE_ABI else declared
+
+
+def either_error(declared: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """For pytest.raises where a case may fail in Python (keeps its type) or in C++."""
+    return (declared, RuntimeError) if STABLE_ABI else (declared,)
+
+
 HAS_GPU = torch.cuda.is_available()
 HAS_CUDA_KERNELS = bool(mylinearops.build_info()["with_cuda"])
 requires_gpu = pytest.mark.skipif(

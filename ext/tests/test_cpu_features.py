@@ -20,7 +20,7 @@ import torch
 
 import mylinearops
 
-from conftest import assert_close_to_reference, reference
+from conftest import assert_close_to_reference, cpp_error, reference
 
 EXT_DIR = Path(__file__).resolve().parent.parent
 
@@ -116,7 +116,7 @@ def test_fma_peak_and_clock_are_measured():
     ],
 )
 def test_measurement_errors_name_the_problem(call, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+    with pytest.raises(cpp_error(ValueError), match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         call()
 
 

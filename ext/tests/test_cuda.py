@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import mylinearops
-from conftest import CUDA_ALGOS, assert_close_to_reference, reference, requires_gpu
+from conftest import CUDA_ALGOS, assert_close_to_reference, cpp_error, reference, requires_gpu
 
 pytestmark = requires_gpu
 
@@ -122,7 +122,7 @@ def test_cuda_error_on_mixed_devices():
         mylinearops.matmul(torch.randn(2, 3), torch.randn(3, 4, device="cuda"))
     with pytest.raises(RuntimeError, match=r"b must be on the same device as X and W \(cuda:0\), but b is on cpu"):
         mylinearops.linearop(torch.randn(2, 3, device="cuda"), torch.randn(3, 4, device="cuda"), torch.randn(4))
-    with pytest.raises(ValueError, match=r"algo 'packed' is a cpu kernel, but the inputs are on cuda"):
+    with pytest.raises(cpp_error(ValueError), match=r"algo 'packed' is a cpu kernel, but the inputs are on cuda"):
         mylinearops.matmul(torch.randn(2, 3, device="cuda"), torch.randn(3, 4, device="cuda"), algo="packed")
 
 

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 import mylinearops
+from conftest import cpp_error
 from mylinearops import LinearLayer
 
 
@@ -112,7 +113,7 @@ def test_algo_reaches_the_kernel():
     outs = [LinearLayer.from_linear(nn.Linear(9, 3), algo=a) for a in ("reference", "packed")]
     outs[1].load_state_dict(outs[0].state_dict())
     torch.testing.assert_close(outs[0](X), outs[1](X))
-    with pytest.raises(ValueError, match="unknown algo 'nope'"):
+    with pytest.raises(cpp_error(ValueError), match="unknown algo 'nope'"):
         LinearLayer(9, 3, algo="nope")(X)
 
 

@@ -1,9 +1,6 @@
 // CPU kernels: the progression the book's "making kernels fast" chapter
 // walks through. reference -> blocked -> packed (+ register-blocked,
 // vectorised micro-kernels in microkernel_*.cpp).
-#include <ATen/Parallel.h>
-#include <c10/util/Exception.h>
-
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -13,6 +10,7 @@
 #include <vector>
 
 #include "../mylinearops.h"
+#include "../runtime.h"
 #include "cpu_features.h"
 #include "microkernel.h"
 
@@ -46,11 +44,11 @@ void gemm_reference(const GemmArgs<T>& g) {
 // Loop order i-k-j so the innermost loop runs along a row of B and a row of
 // C (contiguous, so the compiler vectorises it), cut into blocks so that the
 // piece of B being reused (kBlockK x kBlockN) stays in cache, and the rows
-// of C split across threads with at::parallel_for.
+// of C split across threads with runtime::parallel_for (at::parallel_for).
 template <typename T>
 void gemm_blocked(const GemmArgs<T>& g) {
   constexpr int64_t kBlockM = 32, kBlockK = 128, kBlockN = 512;
-  at::parallel_for(0, g.m, kBlockM, [&](int64_t row_begin, int64_t row_end) {
+  runtime::parallel_for(0, g.m, kBlockM, [&](int64_t row_begin, int64_t row_end) {
     for (int64_t i = row_begin; i < row_end; ++i) { // C = bias (or 0)
       for (int64_t j = 0; j < g.n; ++j) g.c[i * g.n + j] = g.bias ? g.bias[j * g.bias_stride] : T(0);
     }
@@ -98,7 +96,7 @@ T* scratch(ScratchSlot slot, size_t count) {
     std::free(buf.data);
     const size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
     buf.data = static_cast<T*>(std::aligned_alloc(64, bytes));
-    TORCH_CHECK(buf.data != nullptr, "mylinearops: out of memory allocating ", bytes, " bytes of packing scratch");
+    MYLINEAROPS_CHECK(buf.data != nullptr, "mylinearops: out of memory allocating ", bytes, " bytes of packing scratch");
     buf.count = count;
   }
   return buf.data;
@@ -138,7 +136,7 @@ void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc
   switch (MR) { // a compile-time MR lets the compiler unroll the row loop
     case 6: return pack_a_panels<T, 6>(g, i0, mc, p0, kc, out);
     case 12: return pack_a_panels<T, 12>(g, i0, mc, p0, kc, out);
-    default: TORCH_INTERNAL_ASSERT(false, "mylinearops: no A packing for MR=", MR);
+    default: MYLINEAROPS_CHECK(false, "mylinearops: no A packing for MR=", MR);
   }
 }
 
@@ -265,7 +263,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
   // One thread for tiny products (waking a team costs more than it saves),
   // and inside another parallel region (no nested teams).
   const bool tiny = m * n * k < 64 * 64 * 64;
-  const int threads = (tiny || at::in_parallel_region()) ? 1 : at::get_num_threads();
+  const int threads = (tiny || runtime::in_parallel_region()) ? 1 : runtime::num_threads();
 
   // All buffers come from the calling thread's scratch, allocated here: code
   // inside the parallel region must not throw.
@@ -431,7 +429,7 @@ const cpu::MicroKernel<T>* best_kernel(int64_t n) {
   if (chosen->nr > 2 * n && std::string_view(chosen->isa) == "avx512") {
     if (const auto* narrower = usable_kernel<T>(cpu::Isa::Avx2)) chosen = narrower;
   }
-  TORCH_INTERNAL_ASSERT(chosen != nullptr, "mylinearops: the generic micro-kernel is always available");
+  MYLINEAROPS_CHECK(chosen != nullptr, "mylinearops: the generic micro-kernel is always available");
   return chosen;
 }
 // [/book:cpu-isa-dispatch]
@@ -486,11 +484,11 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
     case Algo::CpuPackedAvx2:
     case Algo::CpuPackedGeneric: {
       const cpu::MicroKernel<T>* uk = usable_kernel<T>(isa_of(algo));
-      TORCH_CHECK(uk != nullptr, "mylinearops: this CPU cannot run the requested micro-kernel");
+      MYLINEAROPS_CHECK(uk != nullptr, "mylinearops: this CPU cannot run the requested micro-kernel");
       return gemm_packed(args, *uk);
     }
     default:
-      TORCH_CHECK(false, "mylinearops: not a CPU algo");
+      MYLINEAROPS_CHECK(false, "mylinearops: not a CPU algo");
   }
 }
 

@@ -1,11 +1,9 @@
 // Launch of the register-blocked kernel: picks, per operand, the tile-loading
 // code that matches its memory layout (see Layout in matmul_kernels.cuh).
-#include <c10/cuda/CUDAException.h>
-#include <c10/util/Exception.h>
-
 #include <cstdint>
 
 #include "../mylinearops.h"
+#include "../runtime.h"
 #include "matmul_kernels.cuh"
 
 namespace mylinearops::cuda {
@@ -14,7 +12,7 @@ namespace {
 template <typename T, Layout LA, Layout LB>
 void launch(const GemmArgs<T>& g, dim3 grid, cudaStream_t stream) {
   matmul_register_blocked_kernel<T, LA, LB><<<grid, rb::kThreads, 0, stream>>>(g);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  MYLINEAROPS_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename T, Layout LA>
@@ -31,7 +29,7 @@ void launch_for_b(const GemmArgs<T>& g, dim3 grid, cudaStream_t stream) {
 template <typename T>
 void launch_register_blocked(const GemmArgs<T>& g, cudaStream_t stream) {
   const int64_t row_blocks = (g.m + rb::BM - 1) / rb::BM, col_blocks = (g.n + rb::BN - 1) / rb::BN;
-  TORCH_CHECK(
+  MYLINEAROPS_CHECK(
       col_blocks <= 65535 && row_blocks <= INT32_MAX, "mylinearops: a ", g.m, " x ", g.n,
       " output is too large for the register_blocked CUDA kernel's grid (at most ",
       65535 * rb::BN, " columns)");

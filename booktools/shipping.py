@@ -1,0 +1,227 @@
+"""Shipping mylinearops: its two wheels, and a second environment with another torch release.
+
+The chapters on building and shipping the extension load a build into a torch it was not
+compiled against. This module provides what they need, built on first use and cached under
+``_build/``:
+
+- ``other_torch_python()``: the Python of a virtual environment with a different torch release
+  (``OTHER_TORCH``, override with ``BOOK_OTHER_TORCH``) and the extension's test requirements;
+- ``regular_library()``: the regular-ABI build's ``_C*.so`` (CPU only), for the pinned torch;
+- ``build_wheel(abi, cuda)``: a wheel of the extension (regular or stable ABI), cached by the
+  hash of its sources, the torch it is built against and the switches;
+- ``run_extension_tests(python, wheel)``: the extension's test suite, run by ``python`` against
+  that wheel (installed into a directory of its own, so environments are never modified).
+
+Command line (used by the Makefile):
+    python -m booktools.shipping env                       create the environment, print its Python
+    python -m booktools.shipping wheel --abi stable --cuda 0 [--dest dist]
+    python -m booktools.shipping test-other-torch          the stable wheel's tests under OTHER_TORCH
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .paths import REPO_ROOT
+
+# A torch release other than the pinned one, still >= 2.10 (the stable ABI's floor). These
+# machines' pip finds a local CPU-only wheel of it (no CUDA libraries to download).
+OTHER_TORCH = os.environ.get("BOOK_OTHER_TORCH", "2.13.0+cpu")
+BUILD_DIR = REPO_ROOT / "_build"
+DIST_DIR = REPO_ROOT / "dist"
+EXT_DIR = REPO_ROOT / "ext"
+WHEEL_CACHE = BUILD_DIR / "wheels"
+# What the extension's tests import besides torch and mylinearops.
+TEST_REQUIREMENTS = ("pytest", "numpy")
+
+
+def _version_slug(version: str) -> str:
+    return version.replace("+", "-")
+
+
+def other_torch_dir() -> Path:
+    return BUILD_DIR / f"venv-torch-{_version_slug(OTHER_TORCH)}"
+
+
+@contextlib.contextmanager
+def _lock(name: str):
+    """One process at a time builds a given thing (a notebook and a test may race)."""
+    BUILD_DIR.mkdir(exist_ok=True)
+    with open(BUILD_DIR / f".{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _pinned(name: str) -> str:
+    """``name==version`` as requirements.txt pins it (the same pytest, numpy as the book's)."""
+    for line in (REPO_ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line.lower().startswith(name.lower() + "=="):
+            return line
+    return name
+
+
+def other_torch_python() -> Path:
+    """The Python of a venv with torch ``OTHER_TORCH`` (created on first use, about a minute)."""
+    venv = other_torch_dir()
+    python = venv / "bin" / "python"
+    stamp = venv / ".complete"
+    with _lock(venv.name):
+        if stamp.exists():
+            return python
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        requirements = [f"torch=={OTHER_TORCH}", *(_pinned(name) for name in TEST_REQUIREMENTS)]
+        result = subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"could not install torch=={OTHER_TORCH} into {venv} (set BOOK_OTHER_TORCH to "
+                f"another release >= 2.10 that pip can find here):\n{result.stderr[-2000:]}"
+            )
+        stamp.write_text(OTHER_TORCH + "\n")
+    return python
+
+
+def regular_library() -> Path:
+    """The compiled library of the regular-ABI CPU wheel, built against the pinned torch.
+    (CPU only: a CUDA build would first fail for want of libc10_cuda.so under a CPU torch.)"""
+    (library,) = unpacked(build_wheel("regular", cuda=False)).glob("mylinearops/_C*.so")
+    return library
+
+
+def _sources_digest() -> str:
+    """A hash of everything that goes into a build of ext/."""
+    digest = hashlib.sha256()
+    files = [EXT_DIR / "setup.py", EXT_DIR / "pyproject.toml"]
+    files += sorted(p for p in (EXT_DIR / "csrc").rglob("*") if p.is_file())
+    files += sorted((EXT_DIR / "mylinearops").glob("*.py"))
+    for path in files:
+        digest.update(str(path.relative_to(EXT_DIR)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_wheel(abi: str, cuda: bool = False, dest: Path | None = None) -> Path:
+    """A wheel of ext/ with the ``abi`` front end ("regular" or "stable"), CUDA kernels or not,
+    built against the torch of this Python. Cached: rebuilt only when the sources change.
+    The build time (seconds) is written beside it, in ``<wheel>.build-seconds``."""
+    import torch
+
+    if abi not in ("regular", "stable"):
+        raise ValueError(f"abi must be 'regular' or 'stable', got {abi!r}")
+    key = f"{abi}-{'cuda' if cuda else 'cpu'}-torch{torch.__version__}-{_sources_digest()}"
+    out_dir = WHEEL_CACHE / key
+    with _lock("wheel-" + abi):
+        found = sorted(out_dir.glob("*.whl"))
+        if not found:
+            shutil.rmtree(out_dir, ignore_errors=True)
+            with tempfile.TemporaryDirectory(dir=BUILD_DIR) as tmp:
+                # A copy of ext/: builds of different ABIs must not share ext/build/.
+                source = Path(tmp) / "ext"
+                shutil.copytree(EXT_DIR, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so", ".jit-build", "__pycache__", "bench", "tests"))
+                env = {**os.environ, "MYLINEAROPS_ABI": abi, "MYLINEAROPS_CUDA": "1" if cuda else "0"}
+                start = time.perf_counter()
+                result = subprocess.run(
+                    [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                     "--disable-pip-version-check", "--wheel-dir", str(Path(tmp) / "dist"), str(source)],
+                    capture_output=True, text=True, env=env,
+                )
+                seconds = time.perf_counter() - start
+                if result.returncode != 0:
+                    raise RuntimeError(f"building the {abi} wheel failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+                out_dir.mkdir(parents=True)
+                for wheel in (Path(tmp) / "dist").glob("*.whl"):
+                    shutil.copy2(wheel, out_dir / wheel.name)
+                    (out_dir / (wheel.name + ".build-seconds")).write_text(f"{seconds:.1f}\n")
+            found = sorted(out_dir.glob("*.whl"))
+    (wheel,) = found
+    if dest is not None:
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(wheel, dest / wheel.name)
+        return dest / wheel.name
+    return wheel
+
+
+def cuda_buildable() -> bool:
+    """What MYLINEAROPS_CUDA=auto decides here: a CUDA torch and a CUDA toolkit."""
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location("_mylinearops_build_config", EXT_DIR / "mylinearops" / "_build_config.py")
+    config = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(config)
+    return torch.version.cuda is not None and config.find_cuda_home() is not None
+
+
+def build_seconds(wheel: Path) -> float:
+    return float((wheel.parent / (wheel.name + ".build-seconds")).read_text())
+
+
+def unpacked(wheel: Path) -> Path:
+    """The wheel's files in a directory of their own (what pip would install), for PYTHONPATH."""
+    target = BUILD_DIR / "unpacked" / wheel.stem
+    with _lock("unpack"):
+        if not (target / ".complete").exists():
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.unpack_archive(str(wheel), str(target), format="zip")
+            (target / ".complete").write_text(wheel.name + "\n")
+    return target
+
+
+def run_extension_tests(python: Path, wheel: Path, *pytest_args: str) -> subprocess.CompletedProcess:
+    """ext/tests run by ``python`` against ``wheel`` (not against the source tree)."""
+    with tempfile.TemporaryDirectory() as tmp:  # a working directory without ext/mylinearops
+        return subprocess.run(
+            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+             "--rootdir", str(EXT_DIR / "tests"), str(EXT_DIR / "tests"), *pytest_args],
+            capture_output=True, text=True, cwd=tmp,
+            env={**os.environ, "PYTHONPATH": str(unpacked(wheel)), "MYLINEAROPS_CUDA": "0"},
+        )
+
+
+def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m booktools.shipping")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("env", help="create the other-torch environment; print its Python")
+    wheel = commands.add_parser("wheel", help="build a wheel of ext/")
+    wheel.add_argument("--abi", choices=("regular", "stable"), required=True)
+    wheel.add_argument("--cuda", choices=("0", "1", "auto"), default="auto")
+    wheel.add_argument("--dest", type=Path, default=DIST_DIR)
+    commands.add_parser("test-other-torch", help=f"run ext/tests with the stable CPU wheel under torch {OTHER_TORCH}")
+    args = parser.parse_args(argv)
+    if args.command == "env":
+        print(other_torch_python())
+    elif args.command == "wheel":
+        cuda = cuda_buildable() if args.cuda == "auto" else args.cuda == "1"
+        path = build_wheel(args.abi, cuda=cuda, dest=args.dest)
+        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        print(f"{shown}: {path.stat().st_size / 1e6:.2f} MB, built in {build_seconds(build_wheel(args.abi, cuda=cuda)):.0f} s")
+    elif args.command == "test-other-torch":
+        wheel_path = build_wheel("stable", cuda=False)
+        python = other_torch_python()
+        result = run_extension_tests(python, wheel_path)
+        print(result.stdout[-4000:], result.stderr[-2000:], sep="\n")
+        print(f"{wheel_path.name} under torch {OTHER_TORCH}: pytest exit status {result.returncode}")
+        return result.returncode
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,109 @@
+"""The extension's two builds as distributed wheels (booktools.shipping; ext/README.md).
+
+The stable-ABI wheel must call into libtorch only through its C shim (no C++ symbol of
+torch), carry the tags and requirements that let pip install it for any torch >= 2.10, and
+load and compute under another torch release; the regular wheel must say it needs exactly
+the torch it was built against, and indeed fail to load under another one. The full test
+suite under the other release is `make test-other-torch` (CI runs it).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import zipfile
+
+import pytest
+import torch
+
+from booktools import shipping
+
+pytestmark = pytest.mark.slow
+
+# Mangled names of C++ functions in torch's namespaces: c10::, at::, torch:: (also const
+# methods, _ZNK). The stable ABI's functions are extern "C" (aoti_torch_*, torch_*).
+TORCH_CPP_SYMBOL = re.compile(r"^_ZN?K?(3c10|2at|5torch)")
+
+
+def undefined_torch_cpp_symbols(wheel) -> list[str]:
+    (library,) = shipping.unpacked(wheel).glob("mylinearops/_C*.so")
+    out = subprocess.run(["nm", "-D", "--undefined-only", str(library)], capture_output=True, text=True, check=True)
+    names = [line.split()[-1] for line in out.stdout.splitlines()]
+    return [name for name in names if TORCH_CPP_SYMBOL.match(name)]
+
+
+def wheel_metadata(wheel) -> dict[str, list[str]]:
+    fields: dict[str, list[str]] = {}
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.endswith((".dist-info/METADATA", ".dist-info/WHEEL")):
+                for line in archive.read(member).decode().splitlines():
+                    key, sep, value = line.partition(": ")
+                    if sep and key in ("Tag", "Requires-Dist", "Version", "Requires-Python"):
+                        fields.setdefault(key, []).append(value)
+    return fields
+
+
+@pytest.fixture(scope="module")
+def stable_wheel():
+    return shipping.build_wheel("stable", cuda=False)
+
+
+@pytest.fixture(scope="module")
+def regular_wheel():
+    return shipping.build_wheel("regular", cuda=False)
+
+
+@pytest.fixture(scope="module")
+def other_python():
+    return shipping.other_torch_python()
+
+
+def test_stable_library_calls_torch_only_through_the_c_shim(stable_wheel, regular_wheel):
+    assert undefined_torch_cpp_symbols(stable_wheel) == []
+    # ... where the regular build calls hundreds of C++ functions of c10/at/torch.
+    assert len(undefined_torch_cpp_symbols(regular_wheel)) > 50
+
+
+def test_wheel_metadata_tells_pip_what_each_build_needs(stable_wheel, regular_wheel):
+    stable, regular = wheel_metadata(stable_wheel), wheel_metadata(regular_wheel)
+    assert stable["Tag"] == ["cp39-abi3-linux_x86_64"]
+    assert stable["Requires-Dist"] == ["torch>=2.10"]
+    assert stable["Version"] == ["0.1.0+cpu"]
+    release = torch.__version__.split("+")[0]
+    assert regular["Requires-Dist"] == [f"torch=={release}"]
+    assert regular["Version"] == [f"0.1.0+torch{release}.cpu"]
+    assert regular["Tag"][0].startswith("cp3") and "abi3" not in regular["Tag"][0]
+
+
+SMOKE = """
+import torch, mylinearops
+info = mylinearops.build_info()
+A = torch.randn(33, 20, dtype=torch.float64, requires_grad=True)
+B = torch.randn(20, 7, dtype=torch.float64, requires_grad=True)
+b = torch.randn(7, dtype=torch.float64, requires_grad=True)
+print(torch.__version__, info["abi"],
+      torch.allclose(mylinearops.matmul(A, B), A @ B),
+      torch.autograd.gradcheck(lambda *t: mylinearops.linearop(*t), (A, B, b)))
+"""
+
+
+def run_with(python, wheel, code):
+    return subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True,
+        env={"PYTHONPATH": str(shipping.unpacked(wheel)), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_stable_wheel_computes_under_another_torch(stable_wheel, other_python):
+    result = run_with(other_python, stable_wheel, SMOKE)
+    assert result.returncode == 0, result.stderr[-3000:]
+    version, abi, close, gradients = result.stdout.split()
+    assert version == shipping.OTHER_TORCH != torch.__version__
+    assert (abi, close, gradients) == ("stable", "True", "True")
+
+
+def test_regular_wheel_fails_under_another_torch_with_undefined_symbol(regular_wheel, other_python):
+    result = run_with(other_python, regular_wheel, "import mylinearops")
+    assert result.returncode != 0
+    assert re.search(r"undefined symbol: _ZN\w+", result.stderr), result.stderr[-3000:]
