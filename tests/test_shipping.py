@@ -107,3 +107,16 @@ def test_regular_wheel_fails_under_another_torch_with_undefined_symbol(regular_w
     result = run_with(other_python, regular_wheel, "import mylinearops")
     assert result.returncode != 0
     assert re.search(r"undefined symbol: _ZN\w+", result.stderr), result.stderr[-3000:]
+
+
+@pytest.mark.skipif(not shipping.cuda_buildable(), reason="no CUDA toolkit or CPU-only torch: no CUDA wheel to build")
+def test_cuda_stable_wheel_needs_a_cuda_torch():
+    # The stable ABI spans torch releases, not CPU and CUDA variants: a CUDA build links
+    # libtorch_cuda (for the current stream), which a CPU-only torch does not have.
+    wheel = shipping.build_wheel("stable", cuda=True)
+    (library,) = shipping.unpacked(wheel).glob("mylinearops/_C*.so")
+    dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic))
+    assert {"libtorch_cuda.so", "libtorch_cpu.so"} <= needed
+    assert wheel_metadata(wheel)["Version"] == ["0.1.0+cu" + torch.version.cuda.replace(".", "")]
+    assert undefined_torch_cpp_symbols(wheel) == []

@@ -165,16 +165,13 @@ def want_cuda() -> bool:
     toolkit = find_cuda_home()
     possible = torch.version.cuda is not None and toolkit is not None
     if mode == "1" and not possible:
-        why = (
-            f"torch {torch.__version__} is a CPU-only build"
-            if torch.version.cuda is None
-            else "no CUDA toolkit was found (no nvcc on PATH, CUDA_HOME unset)"
-        )
-        raise RuntimeError(
-            f"MYLINEAROPS_CUDA=1 but {why}. Install the CUDA toolkit matching "
-            f"torch.version.cuda={torch.version.cuda} (and set CUDA_HOME), "
-            "or build the CPU-only library with MYLINEAROPS_CUDA=0."
-        )
+        if torch.version.cuda is None:
+            why = f"torch {torch.__version__} is a CPU-only build"
+            fix = "Install a CUDA build of torch (and a CUDA toolkit of the same major version)"
+        else:
+            why = "no CUDA toolkit was found (no nvcc on PATH, CUDA_HOME unset)"
+            fix = f"Install the CUDA toolkit matching torch.version.cuda={torch.version.cuda} (and set CUDA_HOME)"
+        raise RuntimeError(f"MYLINEAROPS_CUDA=1 but {why}. {fix}, or build the CPU-only library with MYLINEAROPS_CUDA=0.")
     if possible:
         use_cuda_home(toolkit)
     return possible
