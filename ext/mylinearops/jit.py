@@ -12,9 +12,13 @@ setting the variable before the first import (in a notebook:
 loaded library's path. (A package imported from a checkout that has no
 compiled ``_C`` falls back to this build by itself, with a warning.)
 
-The build directory is persistent (``ext/.jit-build/`` by default,
-``MYLINEAROPS_BUILD_DIR`` to move it), so an unchanged extension is not
-recompiled: ninja finds nothing to do and the library is just loaded.
+The build directory is persistent (``ext/.jit-build/torch-<version>/`` by
+default, ``MYLINEAROPS_BUILD_DIR`` to move it), so an unchanged extension is not
+recompiled: ninja finds nothing to do and the library is just loaded. It is one
+directory per torch release because neither ninja (torch's headers come in
+through ``-isystem``, which the compiler leaves out of its dependency lists) nor
+torch's own check notices a new torch: a build kept across a torch upgrade would
+load and fail with ``undefined symbol``.
 """
 
 from __future__ import annotations
@@ -46,7 +50,11 @@ def source_dir() -> Path:
 def default_build_dir(with_cuda: bool) -> Path:
     name = _library_name(with_cuda)
     base = os.environ.get("MYLINEAROPS_BUILD_DIR")
-    return Path(base) / name if base else source_dir() / ".jit-build" / name
+    if base:
+        return Path(base) / name
+    import torch
+
+    return source_dir() / ".jit-build" / f"torch-{torch.__version__}" / name
 
 
 def _library_name(with_cuda: bool) -> str:
