@@ -355,9 +355,12 @@ def mlp_train_step(device, rounds, steps_per_round, timer):
     losses = {name: [step().item() for _ in range(10)] for name, step in steps.items()}  # warm-up, same curve
     same = all(abs(a - b) < 1e-4 * abs(b) + 1e-5 for a, b in zip(losses["LinearLayer"], losses["nn.Linear"]))
     samples = {name: [] for name in steps}
+    round_ratios = []  # each round's LinearLayer / nn.Linear: how far one round's verdict can swing
     for _ in range(rounds):
-        for name, step in steps.items():
-            samples[name] += timer.samples(step, steps_per_round)
+        this_round = {name: timer.samples(step, steps_per_round) for name, step in steps.items()}
+        for name, ss in this_round.items():
+            samples[name] += ss
+        round_ratios.append(statistics.median(this_round["LinearLayer"]) / statistics.median(this_round["nn.Linear"]))
     seconds = {name: statistics.median(s) for name, s in samples.items()}
     return {
         "best_ms_per_step": {name: min(s) * 1e3 for name, s in samples.items()},
@@ -365,6 +368,7 @@ def mlp_train_step(device, rounds, steps_per_round, timer):
         "layers": [784, 256, 256, 10],
         "ms_per_step": {name: s * 1e3 for name, s in seconds.items()},
         "linearlayer_over_nn_linear": seconds["LinearLayer"] / seconds["nn.Linear"],
+        "round_ratios": round_ratios,
         "same_loss_curve": same,
     }
 
@@ -471,6 +475,13 @@ def markdown(report: dict) -> str:
         for name, ms in t["ms_per_step"].items():
             lines.append(f"| {name} | {ms:.3f} |")
         lines += ["", f"LinearLayer / nn.Linear time: **{t['linearlayer_over_nn_linear']:.2f}x** (same loss curve: {t['same_loss_curve']})"]
+        rr = sorted(t.get("round_ratios", []))
+        if len(rr) > 1:  # the verdict's spread: the same ratio, one round at a time
+            lines += [
+                "",
+                f"The same ratio per round ({len(rr)} rounds): lowest {rr[0]:.2f}x, median {statistics.median(rr):.2f}x,"
+                f" highest {rr[-1]:.2f}x; {sum(r <= 1 for r in rr)} of {len(rr)} rounds at most 1.00x.",
+            ]
     if report.get("targets"):
         lines += ["", "## Targets", ""] + [f"- {format_target(t)}" for t in report["targets"]]
     return "\n".join(lines) + "\n"

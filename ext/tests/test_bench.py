@@ -32,8 +32,9 @@ def test_bench_pieces_produce_a_report(bench):
             assert v["gflops"] > 0
             assert name == bench.ROOF or v["max_error_per_sqrt_k"] < 1e-4  # the FMA loop is no product
     assert "numpy" in rows[0]["variants"] and "vs_numpy" in rows[0]["variants"]["auto"]
-    train = bench.mlp_train_step("cpu", rounds=1, steps_per_round=1, timer=timer)
+    train = bench.mlp_train_step("cpu", rounds=2, steps_per_round=1, timer=timer)
     assert train["same_loss_curve"] and train["linearlayer_over_nn_linear"] > 0
+    assert len(train["round_ratios"]) == 2 and min(train["round_ratios"]) > 0
     machine = bench.machine_description("cpu", peak_seconds=0.002)
     report = {
         "device": "cpu",
@@ -49,6 +50,7 @@ def test_bench_pieces_produce_a_report(bench):
     text = bench.markdown(report)
     assert "| 9 x 17 x 5 |" in text and "blocked" in text
     assert "LinearLayer / nn.Linear time" in text
+    assert "The same ratio per round (2 rounds)" in text
     assert "Measured FP32 FMA peak" in text and "generic" in machine["fma_peak_gflops"]
     assert 0 < rows[0]["variants"]["auto"]["pct_of_peak"]
     assert 0 < rows[0]["variants"]["auto"]["pct_of_roof_same_rounds"] and "fma_loop" in rows[0]["variants"]
