@@ -233,7 +233,8 @@ std::string cpu_info() {
   out << "l1d_bytes=" << caches.l1d << ";l2_bytes=" << caches.l2 << ";l3_bytes=" << caches.l3
       << ";cache_source=" << caches.source << ";isa_cap=" << (cpu::isa_capped() ? cpu::isa_name(cpu::isa_cap()) : "none")
       << ";preferred_isa=" << cpu::isa_name(choice.isa) << ";preferred_reason=" << choice.reason
-      << ";calibration_avx512_gflops=" << choice.avx512_gflops << ";calibration_avx2_gflops=" << choice.avx2_gflops;
+      << ";calibration_avx512_gflops=" << choice.avx512_gflops << ";calibration_avx2_gflops=" << choice.avx2_gflops
+      << ";pack_mode=" << cpu::pack_mode_name(cpu::pack_mode());
   for (cpu::Isa isa : cpu::kAllIsas) {
     const auto* uk = isa == cpu::Isa::Avx512 ? cpu::avx512_kernel_f32()
         : isa == cpu::Isa::Avx2              ? cpu::avx2_kernel_f32()

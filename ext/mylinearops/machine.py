@@ -18,6 +18,8 @@ Environment switches (read once per process, before the first product):
                           CPU behave like one without it (like PyTorch's ATEN_CPU_CAPABILITY).
 ``MYLINEAROPS_BLOCKING``  ``kc,mc,nc``: replace the cache blocks derived from the caches
                           (for experiments).
+``MYLINEAROPS_PACK``      ``auto`` (default), ``always`` or ``never``: override the rule for what
+                          the packed kernel packs (for experiments; the results do not change).
 """
 
 from __future__ import annotations

@@ -156,6 +156,7 @@ def test_isa_switch_rejects_an_excluded_kernel_by_name():
     [
         ("MYLINEAROPS_ISA", "sse9", "MYLINEAROPS_ISA='sse9' is not one of auto, avx512, avx2, generic"),
         ("MYLINEAROPS_BLOCKING", "256,x", "MYLINEAROPS_BLOCKING='256,x' is not three positive integers kc,mc,nc"),
+        ("MYLINEAROPS_PACK", "sometimes", "MYLINEAROPS_PACK='sometimes' is not one of auto, always, never"),
     ],
 )
 def test_bad_switch_values_are_named(variable, value, message):
@@ -169,3 +170,32 @@ def test_blocking_switch_overrides_the_cache_blocks():
     report = json.loads(out.stdout.splitlines()[-1])
     # k = 200 in blocks of at most 64, split evenly: 4 blocks of 56 (rounded up to 8)
     assert report["plan"]["kc"] == 56 and report["plan"]["nc"] <= 128 and report["max_error"] < 1e-3
+
+
+PACK_CHILD = """
+import json, torch, mylinearops
+torch.manual_seed(0)
+out = {"pack_mode": mylinearops.cpu_info()["pack_mode"]}
+for name, (m, k, n) in {"few rows": (128, 300, 96), "many rows": (700, 650, 300)}.items():
+    A, B = torch.randn(m, k), torch.randn(k, n)
+    C = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    out[name] = {"pack_a": plan["pack_a"], "pack_b": plan["pack_b"], "C": C.flatten()[::97].tolist()}
+print(json.dumps(out))
+"""
+
+
+def test_pack_switch_overrides_the_rule_without_changing_a_bit():
+    runs = {}
+    for mode in ("auto", "always", "never"):
+        out = run_child(PACK_CHILD, MYLINEAROPS_PACK=mode)
+        assert out.returncode == 0, out.stderr
+        runs[mode] = json.loads(out.stdout.splitlines()[-1])
+        assert runs[mode]["pack_mode"] == mode
+    packs = {mode: {name: (r[name]["pack_a"], r[name]["pack_b"]) for name in ("few rows", "many rows")} for mode, r in runs.items()}
+    assert packs["auto"] == {"few rows": (False, False), "many rows": (True, True)}
+    assert packs["always"] == {"few rows": (True, True), "many rows": (True, True)}
+    assert packs["never"] == {"few rows": (False, False), "many rows": (False, False)}
+    # Packing moves data, never the order of the additions: the results are bitwise identical.
+    for name in ("few rows", "many rows"):
+        assert runs["always"][name]["C"] == runs["auto"][name]["C"] == runs["never"][name]["C"], name

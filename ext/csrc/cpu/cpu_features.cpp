@@ -80,6 +80,28 @@ bool usable(Isa isa) {
   return hardware_has(isa) && static_cast<int>(isa) <= static_cast<int>(isa_cap());
 }
 
+const char* pack_mode_name(PackMode mode) {
+  switch (mode) {
+    case PackMode::Always: return "always";
+    case PackMode::Never: return "never";
+    default: return "auto";
+  }
+}
+
+PackMode pack_mode() {
+  static const PackMode mode = [] {
+    const char* raw = std::getenv("MYLINEAROPS_PACK");
+    const std::string value = raw ? raw : "";
+    if (value.empty()) return PackMode::Auto;
+    for (PackMode candidate : {PackMode::Auto, PackMode::Always, PackMode::Never}) {
+      if (value == pack_mode_name(candidate)) return candidate;
+    }
+    throw std::invalid_argument(
+        "mylinearops: MYLINEAROPS_PACK='" + value + "' is not one of auto, always, never (what the packed CPU kernel packs)");
+  }();
+  return mode;
+}
+
 // [book:cpu-cache-sizes]
 // The operating system's view of the caches. sysfs lists each cache of
 // cpu0 with its level, type and size ("32K"); glibc's sysconf derives them

@@ -60,6 +60,16 @@ struct IsaChoice {
 const IsaChoice& preferred_isa();
 constexpr double kAvx512MinSpeedup = 1.3;
 
+// MYLINEAROPS_PACK, for experiments: "auto" (default) lets the packed driver
+// decide what to pack (matmul_cpu.cpp, "What to pack"); "always" packs both
+// operands; "never" reads both in place wherever the micro-kernel can (it
+// still packs a B whose rows are not contiguous, an A with no unit stride,
+// and the ragged edges). Read once per process; throws std::invalid_argument
+// on an unknown value.
+enum class PackMode { Auto, Always, Never };
+PackMode pack_mode();
+const char* pack_mode_name(PackMode mode);
+
 // Measured FP32 throughput of a loop of independent vector FMAs (no memory
 // traffic) on `threads` threads: the compute ceiling of `isa` on this machine.
 // Each thread runs for about `seconds`; the best of three runs is returned.

@@ -249,8 +249,10 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
   const cpu::Blocking blocks = cpu::blocking_for(MR, NR, sizeof(T));
   const int64_t mc_max = blocks.mc;
   // Fewer rows than this: read A and B in place (see "What to pack" below).
+  // MYLINEAROPS_PACK=always|never overrides the rule, to measure it.
   constexpr int64_t kSmallRows = 256;
-  const bool small = m < kSmallRows;
+  const cpu::PackMode pack_mode = cpu::pack_mode();
+  const bool small = pack_mode == cpu::PackMode::Never || (pack_mode == cpu::PackMode::Auto && m < kSmallRows);
   const int64_t kc_max = round_up(ceil_div(k, ceil_div(k, blocks.kc)), 8);
   const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, blocks.nc)), NR);
 
@@ -277,8 +279,8 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
   // reuse: a panel of B serves every row panel of C, a panel of A every
   // column panel. When C has few rows (the MLP's batch of 128), a panel of B
   // serves only a handful of micro-kernel calls, and both operands are read
-  // in place, as in BLIS's small-matrix ("sup") path. The threshold was
-  // measured: at 128 rows reading in place was faster, at 256 packing.
+  // in place, as in BLIS's small-matrix ("sup") path. The threshold is
+  // measured in the book's "making kernels fast" chapter (MYLINEAROPS_PACK).
   // B must be packed when its rows are not contiguous (the micro-kernel
   // loads vectors along them), A when neither of its strides is 1.
   const bool pack_b_now = !small || g.b_stride1 != 1;
