@@ -175,8 +175,9 @@ def build_seconds(wheel: Path) -> float:
 
 
 def unpacked(wheel: Path) -> Path:
-    """The wheel's files in a directory of their own (what pip would install), for PYTHONPATH."""
-    target = BUILD_DIR / "unpacked" / wheel.stem
+    """The wheel's files in a directory of their own (what pip would install), for PYTHONPATH.
+    Keyed by the wheel's contents, not its name: a rebuild from changed sources keeps the name."""
+    target = BUILD_DIR / "unpacked" / f"{wheel.stem}-{hashlib.sha256(wheel.read_bytes()).hexdigest()[:16]}"
     with _lock("unpack"):
         if not (target / ".complete").exists():
             shutil.rmtree(target, ignore_errors=True)

@@ -120,3 +120,17 @@ def test_cuda_stable_wheel_needs_a_cuda_torch():
     assert {"libtorch_cuda.so", "libtorch_cpu.so"} <= needed
     assert wheel_metadata(wheel)["Version"] == ["0.1.0+cu" + torch.version.cuda.replace(".", "")]
     assert undefined_torch_cpp_symbols(wheel) == []
+
+
+@pytest.mark.slow
+def test_a_rebuilt_wheel_is_unpacked_afresh(tmp_path, monkeypatch):
+    # A wheel rebuilt from changed sources has the same file name; its unpacked copy must not be the old one.
+    monkeypatch.setattr(shipping, "BUILD_DIR", tmp_path / "build")
+    contents = {}
+    for version in ("old", "new"):
+        wheel = tmp_path / version / "pkg-0.1.0-py3-none-any.whl"
+        wheel.parent.mkdir()
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr("pkg/source.txt", version)
+        contents[version] = (shipping.unpacked(wheel) / "pkg" / "source.txt").read_text()
+    assert contents == {"old": "old", "new": "new"}
