@@ -76,6 +76,38 @@ def test_small_products_read_operands_in_place():
     assert plan["a_elements_packed"] == (128 % mylinearops.cpu_info()["blocking"][plan["microkernel"]]["mr"]) * 300 * plan["col_groups"]
 
 
+def l1d_set_span() -> int:
+    """Bytes after which L1d's set index repeats, as sysfs reports it (4096 where it does not)."""
+    index0 = Path("/sys/devices/system/cpu/cpu0/cache/index0")
+    try:
+        return int((index0 / "number_of_sets").read_text()) * int((index0 / "coherency_line_size").read_text())
+    except (OSError, ValueError):
+        return 4096
+
+
+@pytest.mark.parametrize(
+    "rows, k, packs_a",
+    [
+        (784, 128, False),  # a weight gradient X^T dY: column-major A, k = the batch
+        (256, 256, False),
+        (784, 264, True),  # k beyond one short block: packed, as any A with many rows
+        (1024, 128, None),  # columns 4 KiB apart: packed where that is a multiple of L1's set span
+    ],
+)
+def test_short_column_major_a_is_read_in_place(rows, k, packs_a):
+    torch.manual_seed(0)
+    if packs_a is None:
+        packs_a = (rows * 4) % l1d_set_span() == 0
+    A, B = torch.randn(k, rows).mT, torch.randn(k, 96)  # A: rows x k, column-major
+    C = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    assert plan["pack_a"] == packs_a and plan["pack_b"]
+    if not packs_a:  # only the ragged last rows are copied (by each thread that needs them)
+        assert plan["a_elements_packed"] < plan["threads"] * mylinearops.cpu_info()["blocking"][plan["microkernel"]]["mr"] * k
+    # where A is read from does not change the order of the additions: bitwise the packed result
+    assert torch.equal(C, mylinearops.matmul(A.contiguous(), B))
+
+
 @pytest.mark.parametrize("shape", [(700, 650, 300), (128, 784, 256), (37, 1000, 21)])
 def test_results_do_not_depend_on_the_thread_count(shape):
     # Threads split C, never a sum over k: every element is accumulated in the same order.

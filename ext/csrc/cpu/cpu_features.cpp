@@ -136,13 +136,18 @@ CacheSizes read_cache_sizes() {
     const int64_t size = parse_size(read_line(dir + "size"));
     if (level.empty()) break;
     if (type == "Instruction" || size == 0) continue;
-    if (level == "1") sizes.l1d = size;
+    if (level == "1") {
+      sizes.l1d = size;
+      const int64_t sets = parse_size(read_line(dir + "number_of_sets")), line = parse_size(read_line(dir + "coherency_line_size"));
+      if (sets > 0 && line > 0) sizes.l1d_set_span = sets * line;
+    }
     if (level == "2") sizes.l2 = size;
     if (level == "3") sizes.l3 = size;
   }
   if (sizes.l1d > 0 && sizes.l2 > 0) return sizes;
 #ifdef _SC_LEVEL1_DCACHE_SIZE
   sizes = {sysconf(_SC_LEVEL1_DCACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE), sysconf(_SC_LEVEL3_CACHE_SIZE), "sysconf"};
+  if (const long ways = sysconf(_SC_LEVEL1_DCACHE_ASSOC); ways > 0 && sizes.l1d > 0) sizes.l1d_set_span = sizes.l1d / ways;
   if (sizes.l1d > 0 && sizes.l2 > 0) return sizes;
 #endif
   return {32 << 10, 512 << 10, 8 << 20, "default"}; // nothing reported: a modest desktop core

@@ -34,6 +34,9 @@ bool usable(Isa isa);
 struct CacheSizes {
   int64_t l1d, l2, l3;
   const char* source;
+  // Bytes after which L1d's set index repeats (sets x line size): rows of a
+  // matrix this many bytes apart all land in one set and evict each other.
+  int64_t l1d_set_span = 4096;
 };
 const CacheSizes& cache_sizes();
 

@@ -283,8 +283,17 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
   // measured in the book's "making kernels fast" chapter (MYLINEAROPS_PACK).
   // B must be packed when its rows are not contiguous (the micro-kernel
   // loads vectors along them), A when neither of its strides is 1.
+  // A column-major A over a short k, as in a weight gradient X^T dY (k is
+  // the batch), is read in place whatever the rows: its micro-panel is then
+  // as compact as a packed one, except when its columns lie a multiple of
+  // L1's set span apart (a 1024-row float matrix: 4 KiB), which would put
+  // all of them in one cache set.
+  constexpr int64_t kShortK = 256;
+  const bool short_column_major_a = g.a_stride0 == 1 && g.a_stride1 != 1 && k <= kShortK &&
+      (g.a_stride1 * static_cast<int64_t>(sizeof(T))) % cpu::cache_sizes().l1d_set_span != 0;
   const bool pack_b_now = !small || g.b_stride1 != 1;
-  const bool pack_a_now = !small || (g.a_stride0 != 1 && g.a_stride1 != 1);
+  const bool pack_a_now = (g.a_stride0 != 1 && g.a_stride1 != 1) ||
+      (!small && !(pack_mode == cpu::PackMode::Auto && short_column_major_a));
 
   GemmPlan& plan = last_plan;
   plan.microkernel = uk.isa;

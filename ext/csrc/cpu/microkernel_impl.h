@@ -17,15 +17,19 @@ namespace {
 // floats), 2 loads of B + 6 broadcasts per 12 FMAs; with AVX-512, 12 x 2 zmm
 // (12 x 32 floats), 2 loads + 12 broadcasts per 24 FMAs.
 // Element (i, p) of A is a[i * a_rs + p * a_cs]: a packed panel (a_rs = 1,
-// a_cs = MR) or A in place. The packed case is compiled separately with its
-// strides known, so that its addresses are constant offsets.
-template <typename Vt, int MR, int NV, bool kPackedA>
+// a_cs = MR) or A in place. The packed case, and a column-major A (a_rs = 1),
+// are compiled separately with what is known of their strides, so that the
+// MR addresses of a step are constant offsets.
+enum ALayout { kAStrided, kAPacked, kAColumnMajor };
+
+template <typename Vt, int MR, int NV, ALayout kA>
 inline void microkernel_body(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
     int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate) {
   using V = typename Vt::V;
   constexpr int W = Vt::kWidth;
-  if constexpr (kPackedA) a_rs = 1, a_cs = MR;
+  if constexpr (kA == kAPacked) a_rs = 1, a_cs = MR;
+  if constexpr (kA == kAColumnMajor) a_rs = 1;
   V acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -68,9 +72,11 @@ void microkernel(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
     int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate) {
   if (a_rs == 1 && a_cs == MR) {
-    microkernel_body<Vt, MR, NV, true>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
+    microkernel_body<Vt, MR, NV, kAPacked>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
+  } else if (a_rs == 1) { // A column-major, read in place (a weight gradient's X^T)
+    microkernel_body<Vt, MR, NV, kAColumnMajor>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
   } else {
-    microkernel_body<Vt, MR, NV, false>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
+    microkernel_body<Vt, MR, NV, kAStrided>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
   }
 }
 // [/book:cpu-microkernel]
