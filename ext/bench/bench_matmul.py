@@ -172,6 +172,14 @@ def machine_description(device: str, peak_seconds: float = 0.2) -> dict:
         info["git_commit"] = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
         ).stdout.strip()
+        # The code measured is the commit only if the extension has no uncommitted changes.
+        ext_dir = HERE.parent
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--", str(ext_dir / "csrc"), str(ext_dir / "mylinearops"), str(ext_dir / "setup.py"), __file__],
+            cwd=HERE, capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        if changed:
+            info["git_commit"] += " with uncommitted changes to the extension"
     except (OSError, subprocess.CalledProcessError):
         pass
     return info
