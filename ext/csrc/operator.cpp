@@ -230,7 +230,8 @@ std::string cpu_info() {
   const cpu::CacheSizes& caches = cpu::cache_sizes();
   const cpu::IsaChoice& choice = cpu::preferred_isa();
   std::ostringstream out;
-  out << "l1d_bytes=" << caches.l1d << ";l2_bytes=" << caches.l2 << ";l3_bytes=" << caches.l3
+  out << "l1d_bytes=" << caches.l1d << ";l1d_set_span_bytes=" << caches.l1d_set_span << ";l2_bytes=" << caches.l2
+      << ";l3_bytes=" << caches.l3
       << ";cache_source=" << caches.source << ";isa_cap=" << (cpu::isa_capped() ? cpu::isa_name(cpu::isa_cap()) : "none")
       << ";preferred_isa=" << cpu::isa_name(choice.isa) << ";preferred_reason=" << choice.reason
       << ";calibration_avx512_gflops=" << choice.avx512_gflops << ";calibration_avx2_gflops=" << choice.avx2_gflops

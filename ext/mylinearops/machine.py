@@ -49,7 +49,8 @@ def _parse(text: str) -> dict[str, object]:
 
 
 def cpu_info() -> dict[str, object]:
-    """Cache sizes (bytes) and their source, the MYLINEAROPS_ISA cap, the micro-kernel
+    """Cache sizes (bytes) and their source, L1d's set span (``l1d_set_span_bytes``: sets x line
+    size, the distance after which addresses share an L1 set), the MYLINEAROPS_ISA cap, the micro-kernel
     `packed` prefers and why, and each micro-kernel's register tile and cache blocks
     (``blocking["avx2"] == {"mr": 6, "nr": 16, "kc": ..., "mc": ..., "nc": ...}``, float32)."""
     raw = _parse(_ops.cpu_info())

@@ -39,6 +39,9 @@ def test_cache_sizes_come_from_the_os_and_set_the_blocks():
     assert 0 < info["l1d_bytes"] < info["l2_bytes"] <= info["l3_bytes"]
     if Path("/sys/devices/system/cpu/cpu0/cache/index0/size").exists():
         assert info["cache_source"] == "sysfs"
+    assert info["l1d_bytes"] % info["l1d_set_span_bytes"] == 0  # L1d holds a whole number of ways
+    if Path("/sys/devices/system/cpu/cpu0/cache/index0/number_of_sets").exists():
+        assert info["l1d_set_span_bytes"] == l1d_set_span()
     for isa, b in info["blocking"].items():
         panel_bytes = b["kc"] * b["nr"] * 4  # float32 kc x NR panel of B: a quarter of L2
         assert panel_bytes <= info["l2_bytes"] // 4 or b["kc"] == 64, isa
