@@ -6,6 +6,7 @@
 #   make serve                     serve the built website on http://127.0.0.1:8000
 #   make test                      run every test: unit tests, extension tests, strict nbval
 #   make test-avx2                 strict nbval of every notebook as on a CPU without AVX-512
+#   make test-sse-gemm             strict nbval of every notebook with GEMMs and convolutions on SSE kernels
 #   make test-clang                build the extension with Clang (CPU kernels) and run its tests
 #   make test-other-torch          the stable-ABI wheel's tests under another torch release (2.13)
 #   make wheel                     build the extension's wheels into dist/ (stable ABI and regular)
@@ -26,12 +27,18 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book serve mathjax format test test-avx2 test-clang test-other-torch wheel refresh notebook sync check bench clean
+.PHONY: setup book serve mathjax format test test-avx2 test-sse-gemm test-clang test-other-torch wheel refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
 # not depend on it.
 AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 MYLINEAROPS_ISA=avx2
+
+# On a CPU without AVX-512, AVX2_ONLY changes nothing. This one changes the summation order of
+# every matrix product and convolution on any x86 CPU: MKL, oneDNN and mylinearops held to their
+# SSE-era kernels. PyTorch's own kernels stay at AVX2: with ATEN_CPU_CAPABILITY=default,
+# torch.compile's C++ code does not compile (torch 2.14.1: `at::vec` undeclared).
+SSE_GEMM := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 MYLINEAROPS_ISA=generic
 
 setup: $(STAMP) $(EXT_STAMP)
 
@@ -65,6 +72,9 @@ test: setup
 
 test-avx2: setup
 	$(AVX2_ONLY) $(PY) -m pytest chapters
+
+test-sse-gemm: setup
+	$(SSE_GEMM) $(PY) -m pytest chapters
 
 # The extension must build with Clang too (Debian: apt-get install clang libomp-dev): a scratch
 # copy of ext/ is built in place with CC=clang (CPU kernels only) and its tests run against it.

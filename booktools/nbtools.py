@@ -233,13 +233,13 @@ def provenance() -> dict:
         "torch": version("torch"),
         "cpu": _cpu_description(),
         "gpu": _gpu_description(),
-        "environment": {k: v for k, v in os.environ.items() if k in AVX2_EMULATION},
+        "environment": {k: v for k, v in os.environ.items() if k in CPU_KERNEL_SWITCHES},
     }
 
 
-# Variables that make the CPU look like one without AVX-512 (`make test-avx2`); a refresh run
+# Variables that change which CPU kernels run (`make test-avx2`, `make test-sse-gemm`); a refresh run
 # under them says so in its provenance.
-AVX2_EMULATION = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "MYLINEAROPS_ISA")
+CPU_KERNEL_SWITCHES = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "MYLINEAROPS_ISA")
 
 
 def refresh(paths: list[Path]) -> None:
