@@ -8,6 +8,7 @@
 #   make test-avx2                 strict nbval of every notebook as on a CPU without AVX-512
 #   make test-sse-gemm             strict nbval of every notebook with GEMMs and convolutions on SSE kernels
 #   make test-clang                build the extension with Clang (CPU kernels) and run its tests
+#   make test-avx512-emulated      the extension's tests on its AVX-512 micro-kernels, emulated (SIMDe)
 #   make test-other-torch          the stable-ABI wheel's tests under another torch release (2.13)
 #   make wheel                     build the extension's wheels into dist/ (stable ABI and regular)
 #   make refresh                   re-execute all notebooks and store their outputs
@@ -27,7 +28,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book serve mathjax format test test-avx2 test-sse-gemm test-clang test-other-torch wheel refresh notebook sync check bench clean
+.PHONY: setup book serve mathjax format test test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch wheel refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -85,6 +86,19 @@ test-clang: setup
 	rm -rf $(CLANG_DIR)/build $(CLANG_DIR)/*.egg-info && find $(CLANG_DIR) -name '*.so' -delete
 	cd $(CLANG_DIR) && CC=clang CXX=clang++ MYLINEAROPS_CUDA=0 $(abspath $(PY)) setup.py -q build_ext --inplace
 	cd $(CLANG_DIR) && MYLINEAROPS_CUDA=0 MYLINEAROPS_EXPECT_COMPILER=clang PYTHONPATH=. \
+	    $(abspath $(PY)) -m pytest -q -p no:cacheprovider tests
+
+# The AVX-512 micro-kernels (12 x 32 tiles) run only on AVX-512 CPUs, which CI may never get.
+# A scratch copy of ext/ built with MYLINEAROPS_AVX512_VIA_SIMDE=1 (Debian: apt-get install
+# libsimde-dev) runs them on any CPU, their intrinsics emulated; the extension's tests then
+# run with MYLINEAROPS_ISA=avx512, so that `auto` and every packed product uses them.
+SIMDE_DIR := _build/avx512-emulated-ext
+test-avx512-emulated: setup
+	rm -rf $(SIMDE_DIR) && mkdir -p $(SIMDE_DIR)
+	cp -r ext/. $(SIMDE_DIR)/
+	rm -rf $(SIMDE_DIR)/build $(SIMDE_DIR)/*.egg-info && find $(SIMDE_DIR) -name '*.so' -delete
+	cd $(SIMDE_DIR) && MYLINEAROPS_AVX512_VIA_SIMDE=1 MYLINEAROPS_CUDA=0 $(abspath $(PY)) setup.py -q build_ext --inplace
+	cd $(SIMDE_DIR) && MYLINEAROPS_CUDA=0 MYLINEAROPS_ISA=avx512 MYLINEAROPS_EXPECT_AVX512_EMULATED=1 PYTHONPATH=. \
 	    $(abspath $(PY)) -m pytest -q -p no:cacheprovider tests
 
 # The wheels to distribute (ext/README.md says which to use when): the stable-ABI one, for

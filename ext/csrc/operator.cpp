@@ -220,6 +220,11 @@ std::string build_info(const std::string& abi) {
 #else
   out << ";openmp=0";
 #endif
+#ifdef MYLINEAROPS_AVX512_VIA_SIMDE
+  out << ";avx512_emulated=1"; // a test build: cpu/microkernel_avx512.cpp
+#else
+  out << ";avx512_emulated=0";
+#endif
   return out.str();
 }
 

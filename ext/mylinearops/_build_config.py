@@ -17,6 +17,10 @@ Environment switches (read at build time):
                             visible: ``DEFAULT_CUDA_ARCH_LIST`` (below).
 ``MAX_JOBS``                parallel compile jobs (torch's default: all cores).
 ``CXX``                     the C++ compiler (default ``c++``).
+``MYLINEAROPS_AVX512_VIA_SIMDE``  ``1``: a test build whose AVX-512 micro-kernels run on any
+                            CPU, their intrinsics implemented in portable code by SIMDe
+                            (Debian: libsimde-dev); ``make test-avx512-emulated``. Never
+                            for use: the emulated kernels are many times slower.
 """
 
 from __future__ import annotations
@@ -228,12 +232,38 @@ def openmp_flags() -> tuple[str, ...]:
     return ()
 
 
+def avx512_via_simde() -> bool:
+    value = os.environ.get("MYLINEAROPS_AVX512_VIA_SIMDE", "0").strip()
+    if value not in ("0", "1", ""):
+        raise ValueError(f"MYLINEAROPS_AVX512_VIA_SIMDE={value!r} is not 0 or 1")
+    return value == "1"
+
+
+def simde_flags() -> list[str]:
+    """The define that turns microkernel_avx512.cpp into its SIMDe-emulated test build,
+    after checking that the compiler finds SIMDe's headers."""
+    if not avx512_via_simde():
+        return []
+    cxx = os.environ.get("CXX", "c++")
+    probe = subprocess.run([cxx, "-x", "c++", "-std=c++17", "-fsyntax-only", "-"],
+                           input="#include <simde/x86/avx512.h>\n", capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise RuntimeError(
+            f"mylinearops: MYLINEAROPS_AVX512_VIA_SIMDE=1 needs SIMDe's headers, which {cxx} does not find "
+            "(simde/x86/avx512.h). Install them with `apt-get install libsimde-dev` on Debian/Ubuntu, "
+            "or put a SIMDe checkout on CPATH."
+        )
+    # -Wno-psabi: GCC notes, for each of SIMDe's 64-byte vector types, an ABI change of GCC 4.6
+    return ["-DMYLINEAROPS_AVX512_VIA_SIMDE", "-Wno-psabi"]
+
+
 def cxx_flags(with_cuda: bool, abi_name: str = "regular") -> list[str]:
     # OpenMP: our driver's thread team and at::parallel_for (a header template)
     # both need it; compiled without it they silently run on one thread. No
     # -march=native: the AVX2 and AVX-512 micro-kernels are compiled per file
-    # and chosen at run time.
-    flags = ["-O3", *openmp_flags(), *abi_flags(abi_name)]
+    # and chosen at run time. simde_flags(): only in the test build that emulates
+    # the AVX-512 kernels on any CPU (MYLINEAROPS_AVX512_VIA_SIMDE=1).
+    flags = ["-O3", *openmp_flags(), *abi_flags(abi_name), *simde_flags()]
     if with_cuda:
         flags.append("-DMYLINEAROPS_WITH_CUDA")
     return flags

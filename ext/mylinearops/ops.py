@@ -30,6 +30,7 @@ def _parse_build_info() -> dict[str, object]:
     info.setdefault("abi", "regular")  # libraries built before the stable build existed
     info["with_cuda"] = info["with_cuda"] == "1"
     info["openmp"] = info["openmp"] == "1"
+    info["avx512_emulated"] = info.get("avx512_emulated") == "1"
     for key in ("cpu_algos", "cuda_algos", "cpu_microkernels"):
         info[key] = tuple(str(info[key]).split(",")) if info[key] else ()
     return info
@@ -43,7 +44,7 @@ ALGOS: dict[str, tuple[str, ...]] = {"cpu": _INFO["cpu_algos"], "cuda": _INFO["c
 
 def build_info() -> dict[str, object]:
     """How the loaded library was built: abi (regular or stable), with_cuda, algos, CPU
-    micro-kernels, compiler, openmp, origin."""
+    micro-kernels, compiler, openmp, avx512_emulated (a test build, see ext/README.md), origin."""
     from . import _LOADED_FROM, jit
 
     info = dict(_INFO)

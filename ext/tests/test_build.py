@@ -34,6 +34,40 @@ def test_built_by_the_compiler_asked_for_with_openmp():
     assert info["openmp"]
 
 
+def test_avx512_kernels_emulated_only_in_their_test_build():
+    """`make test-avx512-emulated` builds with MYLINEAROPS_AVX512_VIA_SIMDE=1 and runs the tests
+    with MYLINEAROPS_EXPECT_AVX512_EMULATED=1 and MYLINEAROPS_ISA=avx512: only there may the
+    AVX-512 kernels be software, and there every packed product must use them."""
+    info = mylinearops.build_info()
+    expected = os.environ.get("MYLINEAROPS_EXPECT_AVX512_EMULATED") == "1"
+    assert info["avx512_emulated"] is expected
+    if expected:
+        assert "avx512" in info["cpu_microkernels"]
+        if mylinearops.cpu_info()["isa_cap"] == "avx512":
+            assert mylinearops.cpu_info()["preferred_isa"] == "avx512"
+            mylinearops.matmul(torch.randn(300, 64), torch.randn(64, 96))
+            assert mylinearops.last_gemm_plan()["microkernel"] == "avx512"
+
+
+def test_avx512_emulation_switch(monkeypatch):
+    for value, expected in [("1", ["-DMYLINEAROPS_AVX512_VIA_SIMDE", "-Wno-psabi"]), ("0", []), ("", [])]:
+        monkeypatch.setenv("MYLINEAROPS_AVX512_VIA_SIMDE", value)
+        if expected and subprocess.run(["sh", "-c", "echo '#include <simde/x86/avx512.h>' | ${CXX:-c++} -x c++ -fsyntax-only -"],
+                                       capture_output=True).returncode != 0:
+            continue  # no SIMDe here: the next test checks the message
+        assert cfg.simde_flags() == expected
+    monkeypatch.setenv("MYLINEAROPS_AVX512_VIA_SIMDE", "yes")
+    with pytest.raises(ValueError, match=r"MYLINEAROPS_AVX512_VIA_SIMDE='yes' is not 0 or 1"):
+        cfg.simde_flags()
+
+
+def test_avx512_emulation_without_simde_says_what_to_install(monkeypatch):
+    monkeypatch.setenv("MYLINEAROPS_AVX512_VIA_SIMDE", "1")
+    monkeypatch.setenv("CXX", "false")  # a "compiler" that finds nothing
+    with pytest.raises(RuntimeError, match=r"needs SIMDe's headers.*apt-get install libsimde-dev"):
+        cfg.simde_flags()
+
+
 @pytest.mark.skipif(os.environ.get("MYLINEAROPS_CUDA", "auto") == "0", reason="MYLINEAROPS_CUDA=0: CPU-only build requested")
 def test_cuda_kernels_compiled_wherever_nvcc_is():
     # A broken .cu file must fail the build even on GPU-less CI, so a build

@@ -176,6 +176,40 @@ def test_isa_switch_makes_the_cpu_look_narrower():
     assert report["plan"]["microkernel"] == "generic" and report["max_error"] < 1e-3
 
 
+NARROW_CHILD = """
+import json, torch, mylinearops
+torch.manual_seed(0)
+out = {}
+for n in (10, 15, 16, 64):
+    A, B = torch.randn(300, 200), torch.randn(200, n)
+    C = mylinearops.matmul(A, B)
+    out[n] = [mylinearops.last_gemm_plan()["microkernel"], (C.double() - A.double() @ B.double()).abs().max().item()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif("avx512" not in mylinearops.build_info()["cpu_microkernels"], reason="this CPU (or build) has no AVX-512 micro-kernel")
+def test_wide_tile_gives_way_to_avx2_for_narrow_outputs():
+    # The 12 x 32 AVX-512 tile would compute 32 columns to keep 10: below 17 columns, AVX2's 6 x 16.
+    out = run_child(NARROW_CHILD, MYLINEAROPS_ISA="avx512")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.splitlines()[-1])
+    assert {n: kernel for n, (kernel, _) in report.items()} == {"10": "avx2", "15": "avx2", "16": "avx512", "64": "avx512"}
+    assert all(error < 1e-3 for _, error in report.values())
+
+
+@pytest.mark.skipif(not {"avx512", "avx2"} <= set(mylinearops.build_info()["cpu_microkernels"]),
+                    reason="needs both the AVX-512 and the AVX2 micro-kernel")
+def test_calibration_chooses_between_the_wide_kernels():
+    # With both kernels usable and no MYLINEAROPS_ISA, the choice is a measurement.
+    out = run_child("import json, mylinearops; print(json.dumps(mylinearops.cpu_info()))", MYLINEAROPS_ISA="auto")
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout.splitlines()[-1])
+    assert info["isa_cap"] == "none" and info["preferred_isa"] in ("avx512", "avx2")
+    assert info["preferred_reason"].startswith("calibrated: avx512 micro-kernel ")
+    assert info["calibration_avx512_gflops"] > 0 and info["calibration_avx2_gflops"] > 0
+
+
 @pytest.mark.skipif("avx2" not in mylinearops.build_info()["cpu_microkernels"], reason="this CPU has no AVX2")
 def test_isa_switch_rejects_an_excluded_kernel_by_name():
     out = run_child(

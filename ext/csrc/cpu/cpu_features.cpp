@@ -32,6 +32,9 @@ const char* isa_name(Isa isa) {
 }
 
 bool hardware_has(Isa isa) {
+#if defined(MYLINEAROPS_AVX512_VIA_SIMDE) // test builds: AVX-512 emulated in software (microkernel_avx512.cpp)
+  if (isa == Isa::Avx512) return true;
+#endif
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (isa) {
     case Isa::Avx512: return __builtin_cpu_supports("avx512f");

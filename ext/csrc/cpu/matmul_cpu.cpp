@@ -147,7 +147,7 @@ template <typename T>
 void pack_b(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int NR,
             int64_t panel_begin, int64_t panel_end, T* out) {
   if (panel_begin >= panel_end) return;
-  const int64_t col_begin = panel_begin * NR, col_end = std::min(nc, panel_end * NR);
+  const int64_t col_end = std::min(nc, panel_end * NR);
   if (g.b_stride1 == 1) {
     // Row-major: walk each row of B along its columns (contiguous reads that
     // the hardware prefetcher follows) and deal them out to the panels.

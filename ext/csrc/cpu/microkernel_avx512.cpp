@@ -3,11 +3,24 @@
 // matmul_cpu.cpp picks a kernel at run time with __builtin_cpu_supports.
 #include "microkernel.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(MYLINEAROPS_AVX512_VIA_SIMDE)
+// Test builds only (make test-avx512-emulated): the same traits and tiles, with
+// the AVX-512 intrinsics implemented by SIMDe in portable code, so that the
+// 12 x 32 tile runs, and is tested, on CPUs without AVX-512. It checks this
+// file and the driver's handling of its tile; the real build's codegen and
+// CPU detection still need an AVX-512 CPU.
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+#define MYLINEAROPS_AVX512_KERNELS
+#elif defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h> // its intrinsics carry their own target attributes
+#define MYLINEAROPS_AVX512_KERNELS
+#endif
 
+#if defined(MYLINEAROPS_AVX512_KERNELS)
 // [book:cpu-avx512-target]
-#if defined(__clang__) // Clang ignores GCC's target pragma; this is its equivalent
+#if defined(MYLINEAROPS_AVX512_VIA_SIMDE) // a test build: no AVX-512 instructions at all
+#elif defined(__clang__) // Clang ignores GCC's target pragma; this is its equivalent
 #pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
 #else
 #pragma GCC push_options
@@ -51,7 +64,8 @@ constexpr FmaLoop kFmaLoop{"avx512", kFmaChains * Avx512F32::kWidth * 2, &fma_pe
 
 } // namespace
 } // namespace mylinearops::cpu
-#if defined(__clang__)
+#if defined(MYLINEAROPS_AVX512_VIA_SIMDE)
+#elif defined(__clang__)
 #pragma clang attribute pop
 #else
 #pragma GCC pop_options
@@ -63,7 +77,7 @@ const MicroKernel<double>* avx512_kernel_f64() { return &kF64; }
 const FmaLoop* avx512_fma_loop() { return &kFmaLoop; }
 } // namespace mylinearops::cpu
 
-#else // not x86-64 with GCC/Clang: no AVX-512 kernels in this build
+#else // not x86-64 with GCC/Clang (and not emulated): no AVX-512 kernels in this build
 
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return nullptr; }
