@@ -235,15 +235,18 @@ def forward_variants(device: str, n_flops: float, quick: bool) -> dict:
     return {**{a: a for a in algos}, "torch.mm": "torch.mm"}
 
 
-# The FMA-throughput loop of the widest instruction set, run for about as many FLOPs as the
+# The FMA-throughput loop of the roof's instruction set (the highest measured peak, which need
+# not be the widest: Zen 4's AVX-512 runs on 256-bit units), run for about as many FLOPs as the
 # product and timed in the same interleaved rounds: the roof under the same conditions as the
 # kernels, so that a share of it compares medians with a median.
 ROOF = "fma_loop"
 
 
-def roof_call(flops: float):
-    """A call of the widest ISA's FMA loop doing about `flops` FLOPs; returns (fn, its FLOPs)."""
-    isa, threads = mylinearops.build_info()["cpu_microkernels"][0], torch.get_num_threads()
+def roof_call(flops: float, isa: str | None = None):
+    """A call of `isa`'s FMA loop (default: the widest this CPU runs) doing about `flops`
+    FLOPs; returns (fn, its FLOPs)."""
+    isa = isa or mylinearops.build_info()["cpu_microkernels"][0]
+    threads = torch.get_num_threads()
     per_iteration = torch.ops.mylinearops.cpu_fma_loop(isa, threads, 1)
     iterations = max(1, round(flops / per_iteration))
     return (lambda: torch.ops.mylinearops.cpu_fma_loop(isa, threads, iterations)), per_iteration * iterations
@@ -257,8 +260,9 @@ def backward_variants(device: str, n_flops: float) -> dict:
     return {"tiled": "tiled", "register_blocked": "register_blocked", "torch.mm": "torch.mm"}
 
 
-def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer):
-    """One row of results: GFLOP/s of each variant for C = A(m,k) @ B(k,n)."""
+def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer, roof_isa=None):
+    """One row of results: GFLOP/s of each variant for C = A(m,k) @ B(k,n); the FMA loop
+    timed beside them is roof_isa's (default: the widest ISA's)."""
     dtype = torch.float32
     A = torch.randn(m, k, device=device, dtype=dtype)
     B = torch.randn(k, n, device=device, dtype=dtype)
@@ -271,7 +275,7 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer):
         A_np, B_np = (A.numpy(), B.numpy()) if device == "cpu" else (None, None)
         for name, algo in forward_variants(device, flops, quick).items():
             if algo == ROOF:  # not a product: nothing to check
-                fns[name], roof_flops = roof_call(flops)
+                fns[name], roof_flops = roof_call(flops, roof_isa)
                 rows[name] = {}
                 continue
             if algo == "torch.mm":
@@ -454,7 +458,9 @@ def markdown(report: dict) -> str:
         f"{report['rounds']} interleaved rounds per shape (about {report['target_ms']:.0f} ms per variant each, "
         f"{'calls timed one by one' if report['device'] == 'cpu' else 'CUDA events per round'}); medians. "
         "Cells: GFLOP/s (speed ratio to torch.mm; share of the measured roof). Every variant was checked "
-        "against a float64 reference first.",
+        "against a float64 reference first."
+        + (f" The fma_loop column is the {report['roof_isa']} FMA loop, the roof, timed in the same rounds."
+           if report.get("roof_isa") else ""),
     ]
     for kind, title in [("forward", "Forward C = A @ B"), ("backward", "Backward dA = dC B^T, dB = A^T dC (autograd)")]:
         rows = [r for r in report["results"] if r["kind"] == kind]
@@ -509,10 +515,11 @@ def run_device(device: str, quick: bool) -> dict:
     print(f"[{device}] {machine['id']}: {machine_label(machine)}; measured FMA peak (GFLOP/s, threads): "
           + ", ".join(f"{isa} {peaks}" for isa, peaks in machine["fma_peak_gflops"].items()), flush=True)
     results = []
+    roof_isa = best_peak(machine)[0] if device == "cpu" else None
     shapes = [(s, s, s) for s in sizes] + [(b, i, o) for b, i, o in MLP_SHAPES]
     for kind in ("forward", "backward"):
         for m, k, n in shapes:
-            row = bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer)
+            row = bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer, roof_isa)
             results.append(row)
             summary = "  ".join(
                 f"{name} {v['gflops']:.0f}" + (f" ({v['vs_torch']:.2f}x)" if "vs_torch" in v and name != "torch.mm" else "")
@@ -537,6 +544,7 @@ def run_device(device: str, quick: bool) -> dict:
         "mlp_train_step": train,
     }
     if device == "cpu":
+        report["roof_isa"] = roof_isa
         add_peak_shares(report)
         report["targets"] = cpu_targets(report)
         for t in report["targets"]:

@@ -86,3 +86,17 @@ def test_bench_rejects_a_wrong_kernel(bench, monkeypatch):
     row = bench.bench_shape("cpu", 8, 8, 8, "forward", rounds=1, target_s=1e-4, quick=True, timer=bench.Timer("cpu"))
     assert row["variants"]["blocked"].get("failed_check") and "gflops" not in row["variants"]["blocked"]
     assert "gflops" in row["variants"]["torch.mm"]
+
+
+def test_roof_is_the_highest_measured_peak_not_the_widest_isa(bench, monkeypatch):
+    # Zen 4: AVX-512 on 256-bit units peaks no higher than AVX2. The roof, and the FMA loop timed
+    # beside the kernels, is whichever measured highest.
+    zen4_like = {"threads": 2, "fma_peak_gflops": {"avx512": {"1": 114.0, "2": 226.0}, "avx2": {"1": 116.0, "2": 231.0}}}
+    assert bench.best_peak(zen4_like) == ("avx2", 231.0)
+    import torch
+
+    looped = []
+    monkeypatch.setattr(torch.ops.mylinearops, "cpu_fma_loop", lambda isa, threads, iterations: looped.append(isa) or 96 * iterations, raising=False)
+    fn, flops = bench.roof_call(96 * 1000, "generic")
+    fn()
+    assert looped and set(looped) == {"generic"} and flops == 96 * 1000
