@@ -79,14 +79,19 @@ test-sse-gemm: setup
 
 # The extension must build with Clang too (Debian: apt-get install clang libomp-dev): a scratch
 # copy of ext/ is built in place with CC=clang (CPU kernels only) and its tests run against it.
+# $(call scratch_ext_tests,DIR,BUILD_ENV,TEST_ENV): copy ext/ to DIR, build it there (CPU
+# kernels only) with BUILD_ENV, and run the extension's tests against that build with TEST_ENV.
+define scratch_ext_tests
+	rm -rf $(1) && mkdir -p $(1)
+	cp -r ext/. $(1)/
+	rm -rf $(1)/build $(1)/*.egg-info && find $(1) -name '*.so' -delete
+	cd $(1) && $(2) MYLINEAROPS_CUDA=0 $(abspath $(PY)) setup.py -q build_ext --inplace
+	cd $(1) && $(3) MYLINEAROPS_CUDA=0 PYTHONPATH=. $(abspath $(PY)) -m pytest -q -p no:cacheprovider tests
+endef
+
 CLANG_DIR := _build/clang-ext
 test-clang: setup
-	rm -rf $(CLANG_DIR) && mkdir -p $(CLANG_DIR)
-	cp -r ext/. $(CLANG_DIR)/
-	rm -rf $(CLANG_DIR)/build $(CLANG_DIR)/*.egg-info && find $(CLANG_DIR) -name '*.so' -delete
-	cd $(CLANG_DIR) && CC=clang CXX=clang++ MYLINEAROPS_CUDA=0 $(abspath $(PY)) setup.py -q build_ext --inplace
-	cd $(CLANG_DIR) && MYLINEAROPS_CUDA=0 MYLINEAROPS_EXPECT_COMPILER=clang PYTHONPATH=. \
-	    $(abspath $(PY)) -m pytest -q -p no:cacheprovider tests
+	$(call scratch_ext_tests,$(CLANG_DIR),CC=clang CXX=clang++,MYLINEAROPS_EXPECT_COMPILER=clang)
 
 # The AVX-512 micro-kernels (12 x 32 tiles) run only on AVX-512 CPUs, which CI may never get.
 # A scratch copy of ext/ built with MYLINEAROPS_AVX512_VIA_SIMDE=1 (Debian: apt-get install
@@ -94,12 +99,7 @@ test-clang: setup
 # run with MYLINEAROPS_ISA=avx512, so that `auto` and every packed product uses them.
 SIMDE_DIR := _build/avx512-emulated-ext
 test-avx512-emulated: setup
-	rm -rf $(SIMDE_DIR) && mkdir -p $(SIMDE_DIR)
-	cp -r ext/. $(SIMDE_DIR)/
-	rm -rf $(SIMDE_DIR)/build $(SIMDE_DIR)/*.egg-info && find $(SIMDE_DIR) -name '*.so' -delete
-	cd $(SIMDE_DIR) && MYLINEAROPS_AVX512_VIA_SIMDE=1 MYLINEAROPS_CUDA=0 $(abspath $(PY)) setup.py -q build_ext --inplace
-	cd $(SIMDE_DIR) && MYLINEAROPS_CUDA=0 MYLINEAROPS_ISA=avx512 MYLINEAROPS_EXPECT_AVX512_EMULATED=1 PYTHONPATH=. \
-	    $(abspath $(PY)) -m pytest -q -p no:cacheprovider tests
+	$(call scratch_ext_tests,$(SIMDE_DIR),MYLINEAROPS_AVX512_VIA_SIMDE=1,MYLINEAROPS_ISA=avx512 MYLINEAROPS_EXPECT_AVX512_EMULATED=1)
 
 # The wheels to distribute (ext/README.md says which to use when): the stable-ABI one, for
 # every torch >= 2.10 on CPython >= 3.9, and the regular one, for exactly the installed torch.

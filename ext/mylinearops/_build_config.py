@@ -239,15 +239,21 @@ def avx512_via_simde() -> bool:
     return value == "1"
 
 
+def simde_available() -> bool:
+    """Whether the C++ compiler (CXX) finds SIMDe's AVX-512 header."""
+    cxx = os.environ.get("CXX", "c++")
+    probe = subprocess.run([cxx, "-x", "c++", "-std=c++17", "-fsyntax-only", "-"],
+                           input="#include <simde/x86/avx512.h>\n", capture_output=True, text=True)
+    return probe.returncode == 0
+
+
 def simde_flags() -> list[str]:
     """The define that turns microkernel_avx512.cpp into its SIMDe-emulated test build,
     after checking that the compiler finds SIMDe's headers."""
     if not avx512_via_simde():
         return []
-    cxx = os.environ.get("CXX", "c++")
-    probe = subprocess.run([cxx, "-x", "c++", "-std=c++17", "-fsyntax-only", "-"],
-                           input="#include <simde/x86/avx512.h>\n", capture_output=True, text=True)
-    if probe.returncode != 0:
+    if not simde_available():
+        cxx = os.environ.get("CXX", "c++")
         raise RuntimeError(
             f"mylinearops: MYLINEAROPS_AVX512_VIA_SIMDE=1 needs SIMDe's headers, which {cxx} does not find "
             "(simde/x86/avx512.h). Install them with `apt-get install libsimde-dev` on Debian/Ubuntu, "

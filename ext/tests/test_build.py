@@ -52,8 +52,7 @@ def test_avx512_kernels_emulated_only_in_their_test_build():
 def test_avx512_emulation_switch(monkeypatch):
     for value, expected in [("1", ["-DMYLINEAROPS_AVX512_VIA_SIMDE", "-Wno-psabi"]), ("0", []), ("", [])]:
         monkeypatch.setenv("MYLINEAROPS_AVX512_VIA_SIMDE", value)
-        if expected and subprocess.run(["sh", "-c", "echo '#include <simde/x86/avx512.h>' | ${CXX:-c++} -x c++ -fsyntax-only -"],
-                                       capture_output=True).returncode != 0:
+        if expected and not cfg.simde_available():
             continue  # no SIMDe here: the next test checks the message
         assert cfg.simde_flags() == expected
     monkeypatch.setenv("MYLINEAROPS_AVX512_VIA_SIMDE", "yes")
