@@ -162,6 +162,10 @@ def machine_description(device: str, peak_seconds: float = 0.2) -> dict:
         "mylinearops_cpu": mylinearops.cpu_info(),
         "clock_ghz": mylinearops.cpu_clock_ghz(),
         "fma_peak_gflops": measured_peaks(threads, peak_seconds),
+        # the micro-kernel alone, one core, operands in L1: its own share of the 1-thread peak
+        "microkernel_gflops": {
+            isa: mylinearops.microkernel_gflops(isa, peak_seconds) for isa in mylinearops.build_info()["cpu_microkernels"]
+        },
         "os": platform.platform(),
     }
     if device == "cuda":
@@ -450,9 +454,15 @@ def markdown(report: dict) -> str:
     lines.append(f"- torch {m['torch']} ({m['torch_blas']}; CPU capability {m['torch_cpu_capability']})")
     lines.append(f"- numpy {m['numpy']} ({m['numpy_blas']})")
     lines.append(f"- mylinearops `auto` micro-kernel: {caches['preferred_isa']} ({caches['preferred_reason']})")
-    lines += ["", "## Measured FP32 FMA peak (GFLOP/s)", "", "| instruction set | 1 thread | " + f"{threads} threads |", "|---|---|---|"]
+    alone = m.get("microkernel_gflops", {})  # absent from files recorded before it was measured
+    lines += ["", "## Measured FP32 FMA peak (GFLOP/s)", ""]
+    lines.append("| instruction set | 1 thread | " + f"{threads} threads |" + (" micro-kernel alone, 1 thread, data in L1 |" if alone else ""))
+    lines.append("|---|---|---|" + ("---|" if alone else ""))
     for isa, peaks in m["fma_peak_gflops"].items():
-        lines.append(f"| {isa} | {peaks['1']:.0f} | {peaks[threads]:.0f} |")
+        row = f"| {isa} | {peaks['1']:.0f} | {peaks[threads]:.0f} |"
+        if alone:
+            row += f" {alone[isa]:.0f} ({alone[isa] / peaks['1']:.0%} of 1 thread) |" if isa in alone else " – |"
+        lines.append(row)
     lines += [
         "",
         f"{report['rounds']} interleaved rounds per shape (about {report['target_ms']:.0f} ms per variant each, "

@@ -76,6 +76,7 @@ TORCH_LIBRARY(mylinearops, m) {
   m.def("cpu_last_gemm_plan() -> str", &cpu_last_gemm_plan);
   m.def("cpu_clock_ghz(float seconds=0.02) -> float", &cpu_clock_ghz);
   m.def("cpu_fma_loop(str isa, int threads, int iterations) -> int", &cpu_fma_loop);
+  m.def("cpu_microkernel_gflops(str isa, float seconds=0.05) -> float", &cpu_microkernel_gflops);
 }
 
 TORCH_LIBRARY_IMPL(mylinearops, CPU, m) {

@@ -279,6 +279,13 @@ double cpu_fma_peak(std::string_view isa, int64_t threads, double seconds) {
   return cpu::fma_peak_gflops(checked, static_cast<int>(threads), seconds);
 }
 
+double cpu_microkernel_gflops(std::string_view isa, double seconds) {
+  const char* op = "mylinearops.cpu_microkernel_gflops";
+  const cpu::Isa checked = usable_isa(op, isa);
+  MYLINEAROPS_CHECK_VALUE(seconds > 0 && seconds <= 10, op, ": seconds must be in (0, 10], got ", seconds);
+  return cpu::microkernel_gflops(checked, seconds);
+}
+
 int64_t cpu_fma_loop(std::string_view isa, int64_t threads, int64_t iterations) {
   const char* op = "mylinearops.cpu_fma_loop";
   const cpu::Isa checked = usable_isa(op, isa);

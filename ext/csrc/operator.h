@@ -57,6 +57,7 @@ std::string build_info(const std::string& abi);
 std::string cpu_info();
 double cpu_fma_peak(std::string_view isa, int64_t threads, double seconds);
 int64_t cpu_fma_loop(std::string_view isa, int64_t threads, int64_t iterations);
+double cpu_microkernel_gflops(std::string_view isa, double seconds);
 double cpu_clock_ghz(double seconds);
 
 } // namespace mylinearops

@@ -55,7 +55,15 @@ def _load_library() -> str:
 
 _LOADED_FROM = _load_library()
 
-from .machine import cpu_clock_ghz, cpu_identity, cpu_info, fma_peak_gflops, last_gemm_plan, machine_id  # noqa: E402
+from .machine import (  # noqa: E402
+    cpu_clock_ghz,
+    cpu_identity,
+    cpu_info,
+    fma_peak_gflops,
+    last_gemm_plan,
+    machine_id,
+    microkernel_gflops,
+)
 from .modules import LinearLayer  # noqa: E402
 from .ops import ALGOS, available_algos, build_info, linearop, matmul  # noqa: E402
 
@@ -73,4 +81,5 @@ __all__ = [
     "linearop",
     "machine_id",
     "matmul",
+    "microkernel_gflops",
 ]

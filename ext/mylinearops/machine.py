@@ -7,6 +7,7 @@ instruction set is measured too. These functions expose all of that:
 
     mylinearops.cpu_info()                 # caches, preferred micro-kernel and why, cache blocks
     mylinearops.fma_peak_gflops("avx2", 2) # measured FP32 FMA throughput on 2 threads
+    mylinearops.microkernel_gflops("avx2") # the micro-kernel alone, one core, data in L1
     mylinearops.cpu_clock_ghz()            # measured clock of a busy core
     mylinearops.last_gemm_plan()           # what the last `packed` product on this thread did
     mylinearops.cpu_identity()             # vendor, family, model, core name, vector flags
@@ -28,7 +29,15 @@ import platform
 
 import torch
 
-__all__ = ["cpu_clock_ghz", "cpu_identity", "cpu_info", "fma_peak_gflops", "last_gemm_plan", "machine_id"]
+__all__ = [
+    "cpu_clock_ghz",
+    "cpu_identity",
+    "cpu_info",
+    "fma_peak_gflops",
+    "last_gemm_plan",
+    "machine_id",
+    "microkernel_gflops",
+]
 
 _ops = torch.ops.mylinearops
 
@@ -68,6 +77,14 @@ def fma_peak_gflops(isa: str, threads: int | None = None, seconds: float = 0.05)
     "avx2" or "generic") on `threads` threads (default: torch.get_num_threads()), best of
     three runs of about `seconds` each: the compute ceiling of that instruction set here."""
     return _ops.cpu_fma_peak(isa, torch.get_num_threads() if threads is None else threads, seconds)
+
+
+def microkernel_gflops(isa: str, seconds: float = 0.05) -> float:
+    """Measured FP32 GFLOP/s of the float micro-kernel of `isa` alone, on one core, with its
+    operands in L1 (the calibration's probe), best of three runs of about `seconds` each.
+    Against ``fma_peak_gflops(isa, 1)`` it says how much of the gap to the ceiling is the
+    micro-kernel's own instruction stream, before caches, packing and threads."""
+    return _ops.cpu_microkernel_gflops(isa, seconds)
 
 
 def cpu_clock_ghz(seconds: float = 0.02) -> float:

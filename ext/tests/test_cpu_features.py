@@ -140,10 +140,43 @@ def test_fma_peak_and_clock_are_measured():
     assert clock == 0.0 or 0.5 < clock < 7.0
 
 
+def test_microkernel_alone_is_measured_against_its_ceiling():
+    # The micro-kernel in L1 on one core: FLOPs counted per call (2 * mr * nr * kc), so a
+    # miscount by a tile dimension would land far outside these bounds.
+    isas = mylinearops.build_info()["cpu_microkernels"]
+    for isa in isas:
+        alone = mylinearops.microkernel_gflops(isa, seconds=0.01)
+        ceiling = mylinearops.fma_peak_gflops(isa, 1, seconds=0.01)
+        assert 0.05 * ceiling < alone < 1.5 * ceiling, (isa, alone, ceiling)
+    if "avx2" in isas:  # 8-wide FMAs against 4-wide multiply + add
+        assert mylinearops.microkernel_gflops("avx2", 0.01) > 1.3 * mylinearops.microkernel_gflops("generic", 0.01)
+
+
+def test_measuring_an_excluded_instruction_set_names_the_switch():
+    if "avx2" not in mylinearops.build_info()["cpu_microkernels"]:
+        pytest.skip("this CPU (or MYLINEAROPS_ISA) has no AVX2 to exclude")
+    child = run_child(
+        """
+        import mylinearops
+        for measure in (mylinearops.microkernel_gflops, mylinearops.fma_peak_gflops):
+            try:
+                measure("avx2")
+            except Exception as error:
+                print(type(error).__name__, error)
+        """,
+        MYLINEAROPS_ISA="generic",
+    )
+    assert child.returncode == 0, child.stderr
+    lines = child.stdout.strip().splitlines()
+    assert len(lines) == 2 and all("cannot run avx2 code (MYLINEAROPS_ISA excludes it)" in line for line in lines)
+
+
 @pytest.mark.parametrize(
     "call, message",
     [
         (lambda: mylinearops.fma_peak_gflops("sse9"), "unknown instruction set 'sse9'"),
+        (lambda: mylinearops.microkernel_gflops("sse9"), "unknown instruction set 'sse9'"),
+        (lambda: mylinearops.microkernel_gflops("generic", seconds=0), "seconds must be in (0, 10]"),
         (lambda: mylinearops.fma_peak_gflops("generic", 0), "threads must be at least 1"),
         (lambda: mylinearops.fma_peak_gflops("generic", 1, seconds=-1), "seconds must be in (0, 10]"),
         (lambda: mylinearops.cpu_clock_ghz(100), "seconds must be in (0, 10]"),

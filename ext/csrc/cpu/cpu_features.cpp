@@ -235,13 +235,20 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 // [book:cpu-isa-calibration]
 // GFLOP/s of one float micro-kernel on one core, all data in L1: the
-// micro-kernel alone, as fast as it can possibly run on this core.
+// micro-kernel alone, as fast as it can possibly run on this core. The
+// panels of A (mr x kc) and B (kc x nr) take at most half of L1d, whatever
+// the tile: with a fixed kc of 256, AVX-512's 12 x 32 tile would need 44 KiB
+// and spill from a 32 KiB L1 (Zen 4's) into L2, timing the cache instead of
+// the kernel.
 struct KernelProbe {
   const MicroKernel<float>* uk;
-  std::vector<float> a, b, c;
   int64_t kc;
+  std::vector<float> a, b, c;
   explicit KernelProbe(const MicroKernel<float>* kernel)
-      : uk(kernel), a(kernel->mr * 256, 0.5f), b(kernel->nr * 256, 0.25f), c(kernel->mr * kernel->nr), kc(256) {}
+      : uk(kernel),
+        kc(std::clamp<int64_t>(
+            cache_sizes().l1d / 2 / ((kernel->mr + kernel->nr) * int64_t{sizeof(float)}) / 16 * 16, 16, 256)),
+        a(kernel->mr * kc, 0.5f), b(kernel->nr * kc, 0.25f), c(kernel->mr * kernel->nr) {}
   double gflops(double seconds) { // best call rate over a burst of calls lasting `seconds`
     const auto start = std::chrono::steady_clock::now();
     int64_t calls = 0;
@@ -299,6 +306,14 @@ const FmaLoop& checked_fma_loop(Isa isa) {
   return *fma_loop_for(isa);
 }
 } // namespace
+
+double microkernel_gflops(Isa isa, double seconds) {
+  checked_fma_loop(isa); // the same check: usable here
+  KernelProbe probe(float_kernel_for(isa));
+  double best = 0;
+  for (int run = 0; run < 3; ++run) best = std::max(best, probe.gflops(seconds));
+  return best;
+}
 
 int64_t run_fma_loop(Isa isa, int threads, int64_t iterations) {
   const FmaLoop& loop = checked_fma_loop(isa);

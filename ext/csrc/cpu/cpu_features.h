@@ -78,6 +78,12 @@ const char* pack_mode_name(PackMode mode);
 // Each thread runs for about `seconds`; the best of three runs is returned.
 double fma_peak_gflops(Isa isa, int threads, double seconds);
 
+// Measured FP32 GFLOP/s of the float micro-kernel of `isa` alone, on the
+// calling thread, its operands in L1 (the calibration's probe): how close the
+// micro-kernel's instruction stream comes to the FMA ceiling, before caches,
+// packing and threads take their share. Best of three runs of about `seconds`.
+double microkernel_gflops(Isa isa, double seconds);
+
 // Runs that loop `iterations` times on `threads` threads, untimed, and returns
 // the FLOPs it did: a benchmark can then time it like any kernel, interleaved
 // with them, so that "share of the peak" compares like with like.

@@ -1,7 +1,9 @@
 // Portable micro-kernels: GCC/Clang vector extensions with 16-byte vectors
 // (SSE2 on any x86-64, NEON on arm64). The fallback when neither AVX2 nor
 // AVX-512 is available, and a baseline for the book's comparisons.
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "microkernel.h"
 #include "microkernel_impl.h"
@@ -20,7 +22,21 @@ struct GenericVec {
     std::memcpy(&v, p, sizeof(V)); // unaligned load
     return v;
   }
-  static V broadcast(const T* p) { return V{} + *p; }
+  // A load and a shuffle. (`V{} + *p` would also add 0.0: an FP add per broadcast, which
+  // the compiler may not drop, as -0.0 + 0.0 is +0.0.)
+  static V broadcast(const T* p) {
+    const V v{*p};
+#if defined(__clang__)
+    if constexpr (kWidth == 4) {
+      return __builtin_shufflevector(v, v, 0, 0, 0, 0);
+    } else {
+      return __builtin_shufflevector(v, v, 0, 0);
+    }
+#else // GCC: __builtin_shufflevector only from GCC 12; __builtin_shuffle since 4.7
+    typedef std::conditional_t<sizeof(Scalar) == 4, int32_t, int64_t> Index __attribute__((vector_size(16)));
+    return __builtin_shuffle(v, Index{}); // every lane takes element 0
+#endif
+  }
   static V fmadd(V a, V b, V c) { return a * b + c; }
   static V add(V a, V b) { return a + b; }
   static void store(T* p, V v) { std::memcpy(p, &v, sizeof(V)); }

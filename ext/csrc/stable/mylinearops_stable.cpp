@@ -113,6 +113,9 @@ double stable_cpu_clock_ghz(double seconds) {
 int64_t stable_cpu_fma_loop(std::string isa, int64_t threads, int64_t iterations) {
   return cpu_fma_loop(isa, threads, iterations);
 }
+double stable_cpu_microkernel_gflops(std::string isa, double seconds) {
+  return cpu_microkernel_gflops(isa, seconds);
+}
 
 } // namespace
 
@@ -127,6 +130,7 @@ STABLE_TORCH_LIBRARY(mylinearops, m) {
   m.def("cpu_last_gemm_plan() -> str");
   m.def("cpu_clock_ghz(float seconds=0.02) -> float");
   m.def("cpu_fma_loop(str isa, int threads, int iterations) -> int");
+  m.def("cpu_microkernel_gflops(str isa, float seconds=0.05) -> float");
 }
 
 STABLE_TORCH_LIBRARY_IMPL(mylinearops, CPU, m) {
@@ -147,6 +151,7 @@ STABLE_TORCH_LIBRARY_IMPL(mylinearops, CompositeExplicitAutograd, m) {
   m.impl("cpu_last_gemm_plan", TORCH_BOX(&stable_cpu_last_gemm_plan));
   m.impl("cpu_clock_ghz", TORCH_BOX(&stable_cpu_clock_ghz));
   m.impl("cpu_fma_loop", TORCH_BOX(&stable_cpu_fma_loop));
+  m.impl("cpu_microkernel_gflops", TORCH_BOX(&stable_cpu_microkernel_gflops));
 }
 // [/book:stable-schemas]
 
