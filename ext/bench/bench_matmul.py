@@ -55,6 +55,8 @@ FORMAT = 2  # version of the results file layout (1: before machines were identi
 
 # The targets the book's issue tracker set for the CPU kernel (checked at 1024^3 FP32).
 TARGETS = {"vs_torch": 1.0, "vs_numpy": 0.9, "pct_of_peak": 0.75, "mlp_step_time_ratio": 1.0}
+TARGET_SIZE = 1024  # the square size the targets are read at
+TARGET_SHAPE_ROUND_FACTOR = 3  # that shape's rounds, as a multiple of the others'
 
 
 # ---------------------------------------------------------------------------
@@ -100,18 +102,26 @@ class Timer:
         return statistics.median(self.samples(fn, inner))
 
 
-def interleaved_medians(fns: dict, timer: Timer, rounds: int, target_s: float) -> dict[str, list[float]]:
+def interleaved_medians(
+    fns: dict, timer: Timer, rounds: int, target_s: float, round_medians: dict | None = None
+) -> dict[str, list[float]]:
     """Seconds per call for each fn, all samples sorted (median = the middle one). Every
-    round runs every fn, so a burst of load from other processes hits all variants alike."""
+    round runs every fn, so a burst of load from other processes hits all variants alike.
+    If round_medians is given, it receives each fn's median seconds per round, in order."""
     inner = {}
     for name, fn in fns.items():  # warm up, and size each round to about target_s per fn
         fn()
         once = min(timer(fn, 1) for _ in range(3))
         inner[name] = max(1, min(1000, int(target_s / max(once, 1e-7))))
     samples: dict[str, list[float]] = {name: [] for name in fns}
+    per_round: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            samples[name] += timer.samples(fn, inner[name])
+            these = timer.samples(fn, inner[name])
+            samples[name] += these
+            per_round[name].append(statistics.median(these))
+    if round_medians is not None:
+        round_medians.update(per_round)
     return {name: sorted(s) for name, s in samples.items()}
 
 
@@ -310,7 +320,8 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer, roof_isa=
                 rows[name]["failed_check"] = True
             else:
                 fns[name] = fn
-    samples = interleaved_medians(fns, timer, rounds, target_s)
+    round_medians: dict[str, list[float]] = {}
+    samples = interleaved_medians(fns, timer, rounds, target_s, round_medians)
     medians = {name: statistics.median(ss) for name, ss in samples.items()}
     for name, ss in samples.items():
         s = medians[name]
@@ -321,9 +332,13 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer, roof_isa=
         for base, key in (("torch.mm", "vs_torch"), ("numpy", "vs_numpy")):  # > 1: faster than the library
             if base in medians:
                 rows[name][key] = medians[base] / s
+        if name == "auto" and "torch.mm" in round_medians:  # how far one round's verdict can swing
+            rows[name]["vs_torch_per_round"] = [
+                mm / ours for mm, ours in zip(round_medians["torch.mm"], round_medians[name])
+            ]
         if ROOF in medians:  # share of the FMA loop timed in the same rounds
             rows[name]["pct_of_roof_same_rounds"] = rows[name]["gflops"] / (roof_flops / medians[ROOF] / 1e9)
-    return {"kind": kind, "m": m, "k": k, "n": n, "variants": rows}
+    return {"kind": kind, "m": m, "k": k, "n": n, "rounds": rounds, "variants": rows}
 
 
 def add_peak_shares(report: dict) -> None:
@@ -398,7 +413,7 @@ def cpu_targets(report: dict) -> list[dict]:
     """The CPU kernel's targets, evaluated on this run: forward FP32 1024^3 with `auto`
     against torch.mm, numpy and the measured roof, and the MLP training step."""
     out = []
-    row = next((r for r in report["results"] if r["kind"] == "forward" and r["m"] == r["k"] == r["n"] == 1024), None)
+    row = next((r for r in report["results"] if r["kind"] == "forward" and r["m"] == r["k"] == r["n"] == TARGET_SIZE), None)
     v = row["variants"].get("auto") if row else None
     if v and "gflops" in v:
         for key, label in [
@@ -430,6 +445,28 @@ def format_target(t: dict) -> str:
     value = f"{t['value']:.0%}" if "share" in t["name"] else f"{t['value']:.2f}x"
     target = f"{t['target']:.0%}" if "share" in t["name"] else f"{t['target']:.2f}x"
     return f"{t['name']}: {value} (target {'<=' if t.get('at_most') else '>='} {target}): {'met' if t['met'] else 'NOT met'}"
+
+
+def target_row(report: dict) -> dict | None:
+    return next((r for r in report["results"] if r["kind"] == "forward" and r["m"] == r["k"] == r["n"] == TARGET_SIZE), None)
+
+
+def target_rounds_words(report: dict) -> str:
+    row = target_row(report)
+    if row is None or row.get("rounds", report["rounds"]) == report["rounds"]:
+        return ""
+    return f" ({row['rounds']} for the forward {TARGET_SIZE}^3 product the targets are read from)"
+
+
+def round_spread_words(report: dict) -> str:
+    """The torch.mm ratio of `auto` at the target shape, one round at a time: how far a verdict
+    drawn from fewer rounds could swing on this machine."""
+    row = target_row(report)
+    rr = sorted((row or {}).get("variants", {}).get("auto", {}).get("vs_torch_per_round", []))
+    if len(rr) < 2:
+        return ""
+    return (f"auto vs torch.mm at {TARGET_SIZE}^3, per round ({len(rr)} rounds): lowest {rr[0]:.2f}x, median"
+            f" {statistics.median(rr):.2f}x, highest {rr[-1]:.2f}x; {sum(r < 1 for r in rr)} of {len(rr)} rounds below 1.00x.")
 
 
 def machine_label(machine: dict) -> str:
@@ -465,7 +502,7 @@ def markdown(report: dict) -> str:
         lines.append(row)
     lines += [
         "",
-        f"{report['rounds']} interleaved rounds per shape (about {report['target_ms']:.0f} ms per variant each, "
+        f"{report['rounds']} interleaved rounds per shape{target_rounds_words(report)} (about {report['target_ms']:.0f} ms per variant each, "
         f"{'calls timed one by one' if report['device'] == 'cpu' else 'CUDA events per round'}); medians. "
         "Cells: GFLOP/s (speed ratio to torch.mm; share of the measured roof). Every variant was checked "
         "against a float64 reference first."
@@ -508,6 +545,9 @@ def markdown(report: dict) -> str:
             ]
     if report.get("targets"):
         lines += ["", "## Targets", ""] + [f"- {format_target(t)}" for t in report["targets"]]
+        spread = round_spread_words(report)
+        if spread:
+            lines += ["", spread]
     return "\n".join(lines) + "\n"
 
 
@@ -529,7 +569,11 @@ def run_device(device: str, quick: bool) -> dict:
     shapes = [(s, s, s) for s in sizes] + [(b, i, o) for b, i, o in MLP_SHAPES]
     for kind in ("forward", "backward"):
         for m, k, n in shapes:
-            row = bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer, roof_isa)
+            # The shape the CPU targets are read from gets three times the rounds: on a shared
+            # machine, identical code timed twice in one run differs by a few percent.
+            is_target_shape = device == "cpu" and kind == "forward" and m == k == n == TARGET_SIZE
+            shape_rounds = rounds * TARGET_SHAPE_ROUND_FACTOR if is_target_shape and not quick else rounds
+            row = bench_shape(device, m, k, n, kind, shape_rounds, target_s, quick, timer, roof_isa)
             results.append(row)
             summary = "  ".join(
                 f"{name} {v['gflops']:.0f}" + (f" ({v['vs_torch']:.2f}x)" if "vs_torch" in v and name != "torch.mm" else "")
@@ -559,6 +603,8 @@ def run_device(device: str, quick: bool) -> dict:
         report["targets"] = cpu_targets(report)
         for t in report["targets"]:
             print(f"[{device}] target: {format_target(t)}", flush=True)
+        if spread := round_spread_words(report):
+            print(f"[{device}] {spread}", flush=True)
     if hasattr(os, "getloadavg"):  # other work on the machine skews every number
         report["machine"]["load_average_1_5_15min"] = [round(x, 2) for x in os.getloadavg()]
     return report

@@ -102,3 +102,20 @@ def test_roof_is_the_highest_measured_peak_not_the_widest_isa(bench, monkeypatch
     fn, flops = bench.roof_call(96 * 1000, "generic")
     fn()
     assert looped and set(looped) == {"generic"} and flops == 96 * 1000
+
+
+def test_target_shape_records_its_rounds_and_per_round_ratios(bench):
+    # Each round's torch.mm / auto ratio is kept at the target shape, so a results file shows
+    # how far one round's verdict swings; the markdown names the extra rounds and the spread.
+    row = bench.bench_shape("cpu", 8, 8, 8, "forward", rounds=3, target_s=1e-4, quick=True, timer=bench.Timer("cpu"))
+    per_round = row["variants"]["auto"]["vs_torch_per_round"]
+    assert row["rounds"] == 3 and len(per_round) == 3 and min(per_round) > 0
+    assert "vs_torch_per_round" not in row["variants"]["torch.mm"]
+
+    auto = {"gflops": 1.0, "vs_torch": 1.05, "vs_torch_per_round": [1.2, 0.9, 1.1, 1.0]}
+    report = {"rounds": 2, "results": [{"kind": "forward", "m": 1024, "k": 1024, "n": 1024, "rounds": 6, "variants": {"auto": auto}}]}
+    assert bench.target_rounds_words(report) == " (6 for the forward 1024^3 product the targets are read from)"
+    spread = bench.round_spread_words(report)
+    assert "(4 rounds): lowest 0.90x, median 1.05x, highest 1.20x; 1 of 4 rounds below 1.00x." in spread
+    report["results"][0]["rounds"] = 2  # no extra rounds: nothing to say
+    assert bench.target_rounds_words(report) == ""
