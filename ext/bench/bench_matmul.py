@@ -455,7 +455,7 @@ def target_rounds_words(report: dict) -> str:
     row = target_row(report)
     if row is None or row.get("rounds", report["rounds"]) == report["rounds"]:
         return ""
-    return f" ({row['rounds']} for the forward {TARGET_SIZE}^3 product the targets are read from)"
+    return f", {row['rounds']} for the forward {TARGET_SIZE}^3 product the targets are read from"
 
 
 def round_spread_words(report: dict) -> str:
@@ -502,8 +502,8 @@ def markdown(report: dict) -> str:
         lines.append(row)
     lines += [
         "",
-        f"{report['rounds']} interleaved rounds per shape{target_rounds_words(report)} (about {report['target_ms']:.0f} ms per variant each, "
-        f"{'calls timed one by one' if report['device'] == 'cpu' else 'CUDA events per round'}); medians. "
+        f"{report['rounds']} interleaved rounds per shape{target_rounds_words(report)}; about {report['target_ms']:.0f} ms per variant each, "
+        f"{'calls timed one by one' if report['device'] == 'cpu' else 'CUDA events per round'}; medians. "
         "Cells: GFLOP/s (speed ratio to torch.mm; share of the measured roof). Every variant was checked "
         "against a float64 reference first."
         + (f" The fma_loop column is the {report['roof_isa']} FMA loop, the roof, timed in the same rounds."

@@ -114,7 +114,7 @@ def test_target_shape_records_its_rounds_and_per_round_ratios(bench):
 
     auto = {"gflops": 1.0, "vs_torch": 1.05, "vs_torch_per_round": [1.2, 0.9, 1.1, 1.0]}
     report = {"rounds": 2, "results": [{"kind": "forward", "m": 1024, "k": 1024, "n": 1024, "rounds": 6, "variants": {"auto": auto}}]}
-    assert bench.target_rounds_words(report) == " (6 for the forward 1024^3 product the targets are read from)"
+    assert bench.target_rounds_words(report) == ", 6 for the forward 1024^3 product the targets are read from"
     spread = bench.round_spread_words(report)
     assert "(4 rounds): lowest 0.90x, median 1.05x, highest 1.20x; 1 of 4 rounds below 1.00x." in spread
     report["results"][0]["rounds"] = 2  # no extra rounds: nothing to say
