@@ -33,13 +33,20 @@ EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinea
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
 # not depend on it.
-AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 MYLINEAROPS_ISA=avx2
+#
+# Each capped run gets its own torch.compile cache: inductor's on-disk cache does not key its
+# entries on ATEN_CPU_CAPABILITY (torch 2.14.1), and on an AVX-512 CPU a model compiled under the
+# avx2 cap from entries an uncapped run had stored gave outputs 10x the float32 rounding bound
+# away from eager (when_to_write_an_op); a fresh cache gave identical outputs.
+AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 MYLINEAROPS_ISA=avx2 \
+             TORCHINDUCTOR_CACHE_DIR=$(abspath _build/inductor-cache-avx2)
 
 # On a CPU without AVX-512, AVX2_ONLY changes nothing. This one changes the summation order of
 # every matrix product and convolution on any x86 CPU: MKL, oneDNN and mylinearops held to their
 # SSE-era kernels. PyTorch's own kernels stay at AVX2: with ATEN_CPU_CAPABILITY=default,
 # torch.compile's C++ code does not compile (torch 2.14.1: `at::vec` undeclared).
-SSE_GEMM := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 MYLINEAROPS_ISA=generic
+SSE_GEMM := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 MYLINEAROPS_ISA=generic \
+            TORCHINDUCTOR_CACHE_DIR=$(abspath _build/inductor-cache-sse-gemm)
 
 setup: $(STAMP) $(EXT_STAMP)
 
