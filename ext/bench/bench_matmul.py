@@ -413,7 +413,7 @@ def cpu_targets(report: dict) -> list[dict]:
     """The CPU kernel's targets, evaluated on this run: forward FP32 1024^3 with `auto`
     against torch.mm, numpy and the measured roof, and the MLP training step."""
     out = []
-    row = next((r for r in report["results"] if r["kind"] == "forward" and r["m"] == r["k"] == r["n"] == TARGET_SIZE), None)
+    row = target_row(report)
     v = row["variants"].get("auto") if row else None
     if v and "gflops" in v:
         for key, label in [
