@@ -244,6 +244,26 @@ def aten_call_tree(fn, *args, hide=BOOKKEEPING_OPS, **kwargs):
         **kwargs,
     )
 
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
+
+
+def gpu_kernels(fn, *args, warmup: int = 1) -> list[str]:
+    """The GPU kernels (and copies) that one call of fn(*args) launched, in launch order.
+
+    Runs fn `warmup` times first: cuDNN picks and builds its execution plan on the first
+    call of a shape, and this shows what a call runs afterwards.
+    """
+    for _ in range(warmup):
+        fn(*args)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn(*args)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+    return [e.name for e in sorted(kernels, key=lambda e: e.time_range.start)]
+
 import re
 
 import torch

@@ -159,6 +159,32 @@ def measured_peaks(threads: int, seconds: float) -> dict[str, dict[str, float]]:
     return peaks
 
 
+def gpu_driver() -> str:
+    """The NVIDIA driver's release (e.g. "580.159.03"), from nvidia-smi; "unknown" without it."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        return out.splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def gpu_description(peak_seconds: float) -> dict:
+    """The current GPU: what CUDA reports of it and its FP32 FMA peak, measured."""
+    props = torch.cuda.get_device_properties()
+    return {
+        "name": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "multiprocessors": props.multi_processor_count,
+        "memory_gib": round(props.total_memory / 2**30, 1),
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "driver": gpu_driver(),
+        "cuda_runtime": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "fma_peak_gflops": mylinearops.gpu_fma_peak_gflops(peak_seconds),
+    }
+
+
 def machine_description(device: str, peak_seconds: float = 0.2) -> dict:
     threads = torch.get_num_threads()
     info = {
@@ -169,19 +195,21 @@ def machine_description(device: str, peak_seconds: float = 0.2) -> dict:
         "threads": threads,
         **library_versions(),
         "mylinearops": {k: v for k, v in mylinearops.build_info().items() if k != "library"},
-        "mylinearops_cpu": mylinearops.cpu_info(),
-        "clock_ghz": mylinearops.cpu_clock_ghz(),
-        "fma_peak_gflops": measured_peaks(threads, peak_seconds),
-        # the micro-kernel alone, one core, operands in L1: its own share of the 1-thread peak
-        "microkernel_gflops": {
-            isa: mylinearops.microkernel_gflops(isa, peak_seconds) for isa in mylinearops.build_info()["cpu_microkernels"]
-        },
         "os": platform.platform(),
     }
     if device == "cuda":
         info["gpu"] = torch.cuda.get_device_name()
         info["cuda"] = torch.version.cuda
         info["tf32"] = torch.backends.cuda.matmul.allow_tf32
+        info["gpu_details"] = gpu_description(peak_seconds)
+    else:  # the CPU's caches, clock and measured ceilings, which the CPU kernels are read against
+        info["mylinearops_cpu"] = mylinearops.cpu_info()
+        info["clock_ghz"] = mylinearops.cpu_clock_ghz()
+        info["fma_peak_gflops"] = measured_peaks(threads, peak_seconds)
+        # the micro-kernel alone, one core, operands in L1: its own share of the 1-thread peak
+        info["microkernel_gflops"] = {
+            isa: mylinearops.microkernel_gflops(isa, peak_seconds) for isa in mylinearops.build_info()["cpu_microkernels"]
+        }
     try:
         info["git_commit"] = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
@@ -194,8 +222,9 @@ def machine_description(device: str, peak_seconds: float = 0.2) -> dict:
         ).stdout.strip()
         if changed:
             info["git_commit"] += " with uncommitted changes to the extension"
-    except (OSError, subprocess.CalledProcessError):
-        pass
+    except (OSError, subprocess.CalledProcessError):  # no git here: a copy of the tree (tools/gpu_check.sh)
+        if os.environ.get("BENCH_GIT_COMMIT"):
+            info["git_commit"] = os.environ["BENCH_GIT_COMMIT"]
     return info
 
 
@@ -246,7 +275,7 @@ def forward_variants(device: str, n_flops: float, quick: bool) -> dict:
             algos = [a for a in algos if a in ("reference", "blocked", "auto", "packed_avx2", "packed_avx512")]
         return {**{a: a for a in algos}, "torch.mm": "torch.mm", "numpy": "numpy", ROOF: ROOF}
     algos = [a for a in mylinearops.available_algos("cuda") if a != "auto"]
-    return {**{a: a for a in algos}, "torch.mm": "torch.mm"}
+    return {**{a: a for a in algos}, "torch.mm": "torch.mm", ROOF: ROOF}
 
 
 # The FMA-throughput loop of the roof's instruction set (the highest measured peak, which need
@@ -256,9 +285,14 @@ def forward_variants(device: str, n_flops: float, quick: bool) -> dict:
 ROOF = "fma_loop"
 
 
-def roof_call(flops: float, isa: str | None = None):
-    """A call of `isa`'s FMA loop (default: the widest this CPU runs) doing about `flops`
-    FLOPs; returns (fn, its FLOPs)."""
+def roof_call(flops: float, isa: str | None = None, device: str = "cpu"):
+    """A call of the FMA loop doing about `flops` FLOPs, returns (fn, its FLOPs): on the CPU,
+    `isa`'s loop (default: the widest this CPU runs); on a GPU, the FP32 loop of every resident
+    thread (mylinearops.gpu_fma_loop)."""
+    if device == "cuda":
+        run, per_iteration = mylinearops.gpu_fma_loop()
+        iterations = max(1, round(flops / per_iteration))
+        return (lambda: run(iterations)), per_iteration * iterations
     isa = isa or mylinearops.build_info()["cpu_microkernels"][0]
     threads = torch.get_num_threads()
     per_iteration = torch.ops.mylinearops.cpu_fma_loop(isa, threads, 1)
@@ -289,7 +323,7 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer, roof_isa=
         A_np, B_np = (A.numpy(), B.numpy()) if device == "cpu" else (None, None)
         for name, algo in forward_variants(device, flops, quick).items():
             if algo == ROOF:  # not a product: nothing to check
-                fns[name], roof_flops = roof_call(flops, roof_isa)
+                fns[name], roof_flops = roof_call(flops, roof_isa, device)
                 rows[name] = {}
                 continue
             if algo == "torch.mm":
@@ -345,6 +379,13 @@ def add_peak_shares(report: dict) -> None:
     """Each CPU variant's GFLOP/s as a share of the measured roof, and of the ceiling of
     the instruction set it uses."""
     machine = report["machine"]
+    if report["device"] == "cuda":  # one ceiling: the GPU's FP32 FMA loop
+        roof = machine["gpu_details"]["fma_peak_gflops"]
+        for row in report["results"]:
+            for v in row["variants"].values():
+                if "gflops" in v:
+                    v["pct_of_peak"] = v["gflops"] / roof
+        return
     threads = str(machine["threads"])
     roof = best_peak(machine)[1]
     for row in report["results"]:
@@ -481,25 +522,34 @@ def markdown(report: dict) -> str:
     lines = [f"# mylinearops matmul benchmark: {m['id']}", ""]
     lines.append(f"- date: {m['date_utc']}; mode: {'quick' if report['quick'] else 'full'}; commit {m.get('git_commit', '?')}")
     if report["device"] == "cuda":
-        lines.append(f"- GPU: {m['gpu']} (CUDA {m['cuda']}), FP32 with TF32 off, CUDA-event timing")
-    cpu, caches = m["cpu"], m["mylinearops_cpu"]
-    lines.append(f"- CPU: {machine_label(m)}, flags {', '.join(cpu['flags'])}; {m['cpu_cores']} cores, {threads} threads")
-    lines.append(
-        f"- caches (from {caches['cache_source']}): L1d {caches['l1d_bytes'] // 1024} KiB, "
-        f"L2 {caches['l2_bytes'] // 1024} KiB, L3 {caches['l3_bytes'] // 2**20} MiB; measured clock {m['clock_ghz']:.2f} GHz"
-    )
-    lines.append(f"- torch {m['torch']} ({m['torch_blas']}; CPU capability {m['torch_cpu_capability']})")
-    lines.append(f"- numpy {m['numpy']} ({m['numpy_blas']})")
-    lines.append(f"- mylinearops `auto` micro-kernel: {caches['preferred_isa']} ({caches['preferred_reason']})")
-    alone = m.get("microkernel_gflops", {})  # absent from files recorded before it was measured
-    lines += ["", "## Measured FP32 FMA peak (GFLOP/s)", ""]
-    lines.append("| instruction set | 1 thread | " + f"{threads} threads |" + (" micro-kernel alone, 1 thread, data in L1 |" if alone else ""))
-    lines.append("|---|---|---|" + ("---|" if alone else ""))
-    for isa, peaks in m["fma_peak_gflops"].items():
-        row = f"| {isa} | {peaks['1']:.0f} | {peaks[threads]:.0f} |"
-        if alone:
-            row += f" {alone[isa]:.0f} ({alone[isa] / peaks['1']:.0%} of 1 thread) |" if isa in alone else " – |"
-        lines.append(row)
+        g = m["gpu_details"]
+        lines.append(
+            f"- GPU: {g['name']} (compute capability {g['compute_capability']}, {g['multiprocessors']} SMs, "
+            f"{g['memory_gib']:.0f} GiB); driver {g['driver']}, CUDA {g['cuda_runtime']}, cuDNN {g['cudnn']}"
+        )
+        lines.append("- FP32 with TF32 off, CUDA-event timing")
+        lines.append(f"- measured FP32 FMA peak (the FMA loop, best of 5): {g['fma_peak_gflops']:.0f} GFLOP/s")
+        lines.append(f"- host CPU: {machine_label(m)}; {m['cpu_cores']} cores")
+        lines.append(f"- torch {m['torch']}")
+    else:
+        cpu, caches = m["cpu"], m["mylinearops_cpu"]
+        lines.append(f"- CPU: {machine_label(m)}, flags {', '.join(cpu['flags'])}; {m['cpu_cores']} cores, {threads} threads")
+        lines.append(
+            f"- caches (from {caches['cache_source']}): L1d {caches['l1d_bytes'] // 1024} KiB, "
+            f"L2 {caches['l2_bytes'] // 1024} KiB, L3 {caches['l3_bytes'] // 2**20} MiB; measured clock {m['clock_ghz']:.2f} GHz"
+        )
+        lines.append(f"- torch {m['torch']} ({m['torch_blas']}; CPU capability {m['torch_cpu_capability']})")
+        lines.append(f"- numpy {m['numpy']} ({m['numpy_blas']})")
+        lines.append(f"- mylinearops `auto` micro-kernel: {caches['preferred_isa']} ({caches['preferred_reason']})")
+        alone = m.get("microkernel_gflops", {})  # absent from files recorded before it was measured
+        lines += ["", "## Measured FP32 FMA peak (GFLOP/s)", ""]
+        lines.append("| instruction set | 1 thread | " + f"{threads} threads |" + (" micro-kernel alone, 1 thread, data in L1 |" if alone else ""))
+        lines.append("|---|---|---|" + ("---|" if alone else ""))
+        for isa, peaks in m["fma_peak_gflops"].items():
+            row = f"| {isa} | {peaks['1']:.0f} | {peaks[threads]:.0f} |"
+            if alone:
+                row += f" {alone[isa]:.0f} ({alone[isa] / peaks['1']:.0%} of 1 thread) |" if isa in alone else " – |"
+            lines.append(row)
     lines += [
         "",
         f"{report['rounds']} interleaved rounds per shape{target_rounds_words(report)}; about {report['target_ms']:.0f} ms per variant each, "
@@ -507,7 +557,9 @@ def markdown(report: dict) -> str:
         "Cells: GFLOP/s (speed ratio to torch.mm; share of the measured roof). Every variant was checked "
         "against a float64 reference first."
         + (f" The fma_loop column is the {report['roof_isa']} FMA loop, the roof, timed in the same rounds."
-           if report.get("roof_isa") else ""),
+           if report.get("roof_isa") else "")
+        + (" The fma_loop column is the GPU's FP32 FMA loop, timed in the same rounds."
+           if report["device"] == "cuda" else ""),
     ]
     for kind, title in [("forward", "Forward C = A @ B"), ("backward", "Backward dA = dC B^T, dB = A^T dC (autograd)")]:
         rows = [r for r in report["results"] if r["kind"] == kind]
@@ -560,10 +612,15 @@ def run_device(device: str, quick: bool) -> dict:
     else:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        sizes = [512, 1024] if quick else [256, 512, 1024, 2048, 4096]
+        sizes = [512, 1024] if quick else [256, 512, 1024, 2048, 4096, 8192]
     machine = machine_description(device, peak_seconds=0.05 if quick else 0.2)
-    print(f"[{device}] {machine['id']}: {machine_label(machine)}; measured FMA peak (GFLOP/s, threads): "
-          + ", ".join(f"{isa} {peaks}" for isa, peaks in machine["fma_peak_gflops"].items()), flush=True)
+    if device == "cuda":
+        g = machine["gpu_details"]
+        print(f"[cuda] {machine['id']}: {g['name']}, driver {g['driver']}, CUDA {g['cuda_runtime']}; "
+              f"measured FP32 FMA peak {g['fma_peak_gflops']:.0f} GFLOP/s", flush=True)
+    else:
+        print(f"[{device}] {machine['id']}: {machine_label(machine)}; measured FMA peak (GFLOP/s, threads): "
+              + ", ".join(f"{isa} {peaks}" for isa, peaks in machine["fma_peak_gflops"].items()), flush=True)
     results = []
     roof_isa = best_peak(machine)[0] if device == "cpu" else None
     shapes = [(s, s, s) for s in sizes] + [(b, i, o) for b, i, o in MLP_SHAPES]
@@ -597,6 +654,8 @@ def run_device(device: str, quick: bool) -> dict:
         "results": results,
         "mlp_train_step": train,
     }
+    if device == "cuda":
+        add_peak_shares(report)
     if device == "cpu":
         report["roof_isa"] = roof_isa
         add_peak_shares(report)

@@ -60,6 +60,14 @@ at::Tensor linearop(
   return linear_forward(kLinearop, X, W, b, algo);
 }
 
+// The GPU's FMA-throughput loop (cuda/fma_loop.cu), on out's device. Also
+// registered for CPU tensors, where the operator layer says what is wrong.
+int64_t fma_loop_op(const at::Tensor& out, int64_t iterations, double a, double b) {
+  std::optional<c10::DeviceGuard> device_guard;
+  if (out.is_cuda()) device_guard.emplace(out.device());
+  return cuda_fma_loop(operand(out), iterations, a, b);
+}
+
 std::string regular_build_info() {
   return build_info("regular");
 }
@@ -77,11 +85,13 @@ TORCH_LIBRARY(mylinearops, m) {
   m.def("cpu_clock_ghz(float seconds=0.02) -> float", &cpu_clock_ghz);
   m.def("cpu_fma_loop(str isa, int threads, int iterations) -> int", &cpu_fma_loop);
   m.def("cpu_microkernel_gflops(str isa, float seconds=0.05) -> float", &cpu_microkernel_gflops);
+  m.def("cuda_fma_loop(Tensor(a!) out, int iterations, float a=0.9999, float b=0.0001) -> int");
 }
 
 TORCH_LIBRARY_IMPL(mylinearops, CPU, m) {
   m.impl("matmul", &matmul);
   m.impl("linearop", &linearop);
+  m.impl("cuda_fma_loop", &fma_loop_op);
 }
 
 // Registered in every build: without CUDA kernels the operator layer raises a
@@ -89,6 +99,7 @@ TORCH_LIBRARY_IMPL(mylinearops, CPU, m) {
 TORCH_LIBRARY_IMPL(mylinearops, CUDA, m) {
   m.impl("matmul", &matmul);
   m.impl("linearop", &linearop);
+  m.impl("cuda_fma_loop", &fma_loop_op);
 }
 // [/book:schemas]
 

@@ -55,6 +55,13 @@ bool cpu_supports(Algo algo);
 // device_index; the caller makes that device current.
 template <typename T>
 void cuda_gemm(Algo algo, const GemmArgs<T>& args, int device_index);
+
+namespace cuda {
+// The FP32 FMA-throughput loop (cuda/fma_loop.cu): one thread per element of
+// out (n floats), each running 8 chains x = fma(x, a, b) for 16 * iterations
+// steps from x = 1..8, then storing the chains' sum. Returns the FLOPs done.
+int64_t fma_loop(float* out, int64_t n, int64_t iterations, float a, float b, int device_index);
+} // namespace cuda
 #endif
 
 } // namespace mylinearops

@@ -300,4 +300,28 @@ double cpu_clock_ghz(double seconds) {
   return cpu::measured_clock_ghz(seconds);
 }
 
+int64_t cuda_fma_loop(const Operand& out, int64_t iterations, double a, double b) {
+  const char* op = "mylinearops.cuda_fma_loop";
+  MYLINEAROPS_CHECK(
+      out.device == DeviceKind::Cuda, op, ": out must be a CUDA tensor, but it is on ", out.device_name);
+  MYLINEAROPS_CHECK_TYPE(
+      out.dtype == Dtype::Float32, op, ": out must be float32 (the loop measures FP32 throughput), but it is ",
+      out.dtype_name);
+  MYLINEAROPS_CHECK(
+      out.dim() == 1 && (out.size(0) <= 1 || out.strides[0] == 1), op,
+      ": out must be a contiguous 1-D tensor (one element per thread), but got shape ", shape(out));
+  MYLINEAROPS_CHECK_VALUE(iterations >= 1, op, ": iterations must be at least 1, got ", iterations);
+#ifdef MYLINEAROPS_WITH_CUDA
+  if (out.size(0) == 0) return 0;
+  return cuda::fma_loop(
+      static_cast<float*>(const_cast<void*>(out.data)), out.size(0), iterations, static_cast<float>(a),
+      static_cast<float>(b), out.device_index);
+#else
+  MYLINEAROPS_CHECK(
+      false, op, ": this build of mylinearops has no CUDA kernels; rebuild it where nvcc is available ",
+      "(MYLINEAROPS_CUDA=1)");
+  return 0; // unreachable
+#endif
+}
+
 } // namespace mylinearops

@@ -59,5 +59,8 @@ double cpu_fma_peak(std::string_view isa, int64_t threads, double seconds);
 int64_t cpu_fma_loop(std::string_view isa, int64_t threads, int64_t iterations);
 double cpu_microkernel_gflops(std::string_view isa, double seconds);
 double cpu_clock_ghz(double seconds);
+// The GPU's FMA-throughput loop on `out` (a contiguous float32 CUDA vector,
+// one element per thread): see cuda/fma_loop.cu. Returns the FLOPs done.
+int64_t cuda_fma_loop(const Operand& out, int64_t iterations, double a, double b);
 
 } // namespace mylinearops

@@ -53,6 +53,7 @@ CPU_SOURCES = FRONT_END_SOURCES["regular"] + SHARED_CPU_SOURCES  # the regular b
 CUDA_SOURCES = [
     "csrc/cuda/matmul_cuda.cu",
     "csrc/cuda/matmul_register_blocked.cu",
+    "csrc/cuda/fma_loop.cu",
 ]
 # Only the packaged build: defines PyInit__C so ``import mylinearops._C`` works.
 PYTHON_MODULE_SOURCE = "csrc/python_module.cpp"

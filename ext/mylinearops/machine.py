@@ -11,6 +11,7 @@ instruction set is measured too. These functions expose all of that:
     mylinearops.cpu_clock_ghz()            # measured clock of a busy core
     mylinearops.last_gemm_plan()           # what the last `packed` product on this thread did
     mylinearops.cpu_identity()             # vendor, family, model, core name, vector flags
+    mylinearops.gpu_fma_peak_gflops()      # measured FP32 FMA throughput of the current GPU
 
 Environment switches (read once per process, before the first product):
 
@@ -26,6 +27,7 @@ Environment switches (read once per process, before the first product):
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 
 import torch
 
@@ -34,6 +36,8 @@ __all__ = [
     "cpu_identity",
     "cpu_info",
     "fma_peak_gflops",
+    "gpu_fma_loop",
+    "gpu_fma_peak_gflops",
     "last_gemm_plan",
     "machine_id",
     "microkernel_gflops",
@@ -85,6 +89,47 @@ def microkernel_gflops(isa: str, seconds: float = 0.05) -> float:
     Against ``fma_peak_gflops(isa, 1)`` it says how much of the gap to the ceiling is the
     micro-kernel's own instruction stream, before caches, packing and threads."""
     return _ops.cpu_microkernel_gflops(isa, seconds)
+
+
+def gpu_fma_loop(device: torch.device | str | int | None = None) -> tuple[Callable[[int], int], int]:
+    """A call of the GPU's FP32 FMA-throughput loop (csrc/cuda/fma_loop.cu) sized to fill
+    `device` (default: the current GPU), and the FLOPs of one iteration of it: ``(run, flops)``
+    where ``run(iterations)`` launches the loop on the current stream and returns its FLOPs.
+    One thread per slot the GPU can keep resident (SMs x threads per SM)."""
+    device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"mylinearops.gpu_fma_loop: device must be a CUDA device, got {device}")
+    props = torch.cuda.get_device_properties(device)
+    threads = props.multi_processor_count * getattr(props, "max_threads_per_multi_processor", 2048)
+    out = torch.empty(threads, device=device)
+    return (lambda iterations: _ops.cuda_fma_loop(out, iterations)), _ops.cuda_fma_loop(out, 1)
+
+
+def gpu_fma_peak_gflops(seconds: float = 0.05, device: torch.device | str | int | None = None, repeats: int = 5) -> float:
+    """Measured FP32 GFLOP/s of the GPU's FMA loop (independent chains of fused multiply-adds
+    in every resident thread), the best of `repeats` runs of about `seconds` each, timed with
+    CUDA events: the GPU's FP32 ceiling, with whatever clock it runs at under that load."""
+    if not 0 < seconds <= 10:
+        raise ValueError(f"mylinearops.gpu_fma_peak_gflops: seconds must be in (0, 10], got {seconds}")
+    run, per_iteration = gpu_fma_loop(device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def timed(iterations: int) -> float:
+        start.record()
+        flops = run(iterations)
+        end.record()
+        end.synchronize()
+        return flops / (start.elapsed_time(end) / 1e3)
+
+    iterations = 64
+    while True:  # grow the loop until one run takes a tenth of `seconds`, then size it
+        rate = timed(iterations)
+        elapsed = per_iteration * iterations / rate
+        if elapsed >= seconds / 10 or iterations >= 1 << 30:
+            break
+        iterations *= 8
+    iterations = max(1, round(iterations * seconds / elapsed))
+    return max(timed(iterations) for _ in range(repeats)) / 1e9
 
 
 def cpu_clock_ghz(seconds: float = 0.02) -> float:

@@ -145,3 +145,56 @@ def test_cuda_opcheck_and_compile():
     torch._dynamo.reset()
     compiled = torch.compile(lambda a, b: mylinearops.matmul(a, b).relu(), fullgraph=True)
     torch.testing.assert_close(compiled(A, B), mylinearops.matmul(A, B).relu())
+
+
+def test_cuda_large_square_product():
+    # 4096^3: 32 x 32 tiles of the register-blocked kernel and 512 k steps of its double buffer
+    A = torch.randn(4096, 4096, device="cuda")
+    B = torch.randn(4096, 4096, device="cuda")
+    expected = A.double() @ B.double()  # float64 on the GPU: a CPU reference would take seconds
+    for algo in KERNELS:
+        out = mylinearops.matmul(A, B, algo=algo)
+        assert_close_to_reference(out, expected.cpu(), 4096)
+
+
+def test_cuda_grid_limits():
+    # Columns of C go to blockIdx.y (at most 65535 blocks): register_blocked's 128-wide
+    # blocks reach 8,388,480 columns, naive's 16-wide ones 1,048,560; past that, a clear error.
+    n = 65535 * 16 + 1
+    A = torch.randn(3, 2, device="cuda")
+    B = torch.randn(2, n, device="cuda")
+    out = mylinearops.matmul(A, B, algo="register_blocked")
+    torch.testing.assert_close(out, A @ B, rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match=r"a 3 x 1048561 output is too large for the naive CUDA kernel's grid"):
+        mylinearops.matmul(A, B, algo="naive")
+    tall = torch.randn(70_000, 4, device="cuda")  # rows go to blockIdx.x: no such limit
+    W = torch.randn(4, 5, device="cuda")
+    assert_close_to_reference(mylinearops.matmul(tall, W), reference(tall, W), 4)
+
+
+def test_gpu_fma_loop_runs_every_step():
+    # 8 chains per thread, x <- x * a + b from x = 1..8: after s steps each chain is
+    # a**s * x0 + b * (1 - a**s) / (1 - a), with a and b the float32 values of the defaults.
+    out = torch.empty(1000, device="cuda")
+    iterations = 3
+    flops = torch.ops.mylinearops.cuda_fma_loop(out, iterations)
+    steps = 16 * iterations
+    assert flops == 2 * 8 * steps * out.numel()
+    a, b = (float(torch.tensor(v, dtype=torch.float32)) for v in (0.9999, 0.0001))
+    expected = sum(a**steps * x0 + b * (1 - a**steps) / (1 - a) for x0 in range(1, 9))
+    torch.testing.assert_close(out.cpu(), torch.full((1000,), expected), rtol=1e-5, atol=0)
+
+
+def test_gpu_fma_peak_is_measured():
+    run, per_iteration = mylinearops.gpu_fma_loop()
+    assert run(2) == 2 * per_iteration
+    assert mylinearops.gpu_fma_peak_gflops(seconds=0.01, repeats=2) > 0
+
+
+def test_gpu_fma_loop_errors():
+    with pytest.raises(cpp_error(TypeError), match=r"out must be float32 .* but it is float64"):
+        torch.ops.mylinearops.cuda_fma_loop(torch.empty(8, dtype=torch.float64, device="cuda"), 1)
+    with pytest.raises(RuntimeError, match=r"out must be a contiguous 1-D tensor .* shape \[4, 2\]"):
+        torch.ops.mylinearops.cuda_fma_loop(torch.empty(4, 2, device="cuda"), 1)
+    with pytest.raises(cpp_error(ValueError), match=r"iterations must be at least 1, got 0"):
+        torch.ops.mylinearops.cuda_fma_loop(torch.empty(8, device="cuda"), 0)

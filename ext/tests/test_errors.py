@@ -174,3 +174,13 @@ def test_errors_leave_no_partial_state():
         mylinearops.matmul(t(3, 4), t(5, 6))
     A, B = t(3, 4), t(4, 5)
     torch.testing.assert_close(mylinearops.matmul(A, B), A @ B)
+
+
+def test_gpu_fma_loop_refuses_what_it_cannot_run():
+    # Checked before anything needs a GPU, so these hold on every machine and build.
+    with pytest.raises(RuntimeError, match=r"mylinearops.cuda_fma_loop: out must be a CUDA tensor, but it is on cpu"):
+        torch.ops.mylinearops.cuda_fma_loop(torch.empty(8), 1)
+    with pytest.raises(ValueError, match=r"device must be a CUDA device, got cpu"):
+        mylinearops.gpu_fma_loop("cpu")
+    with pytest.raises(ValueError, match=r"seconds must be in \(0, 10\], got 0"):
+        mylinearops.gpu_fma_peak_gflops(seconds=0)

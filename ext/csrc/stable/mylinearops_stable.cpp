@@ -95,6 +95,13 @@ Tensor linearop(Tensor X, Tensor W, std::optional<Tensor> b, std::string algo) {
   return linear_forward(kLinearop, X, W, b, algo);
 }
 
+int64_t fma_loop_op(Tensor out, int64_t iterations, double a, double b) {
+  const Operand o = operand(out);
+  std::optional<torch::stable::accelerator::DeviceGuard> device_guard;
+  if (o.device == DeviceKind::Cuda) device_guard.emplace(o.device_index);
+  return cuda_fma_loop(o, iterations, a, b);
+}
+
 std::string stable_build_info() {
   return build_info("stable");
 }
@@ -131,16 +138,19 @@ STABLE_TORCH_LIBRARY(mylinearops, m) {
   m.def("cpu_clock_ghz(float seconds=0.02) -> float");
   m.def("cpu_fma_loop(str isa, int threads, int iterations) -> int");
   m.def("cpu_microkernel_gflops(str isa, float seconds=0.05) -> float");
+  m.def("cuda_fma_loop(Tensor(a!) out, int iterations, float a=0.9999, float b=0.0001) -> int");
 }
 
 STABLE_TORCH_LIBRARY_IMPL(mylinearops, CPU, m) {
   m.impl("matmul", TORCH_BOX(&matmul));
   m.impl("linearop", TORCH_BOX(&linearop));
+  m.impl("cuda_fma_loop", TORCH_BOX(&fma_loop_op));
 }
 
 STABLE_TORCH_LIBRARY_IMPL(mylinearops, CUDA, m) {
   m.impl("matmul", TORCH_BOX(&matmul));
   m.impl("linearop", TORCH_BOX(&linearop));
+  m.impl("cuda_fma_loop", TORCH_BOX(&fma_loop_op));
 }
 
 // No tensor arguments, so no device to dispatch on: one kernel for every key.

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The book's GPU check, for a machine with an NVIDIA GPU (CI has none). From the repository root:
+#
+#   OUT=/path/to/results bash tools/gpu_check.sh
+#
+# Uses the python3 on PATH and its torch, whatever release that is. A folder .whl/ of wheels,
+# if present, is installed first (into /tmp/gpu-check-site) for the notebooks' kernel. Steps,
+# each logged to $OUT and none stopping the next:
+#   1. build the extension (regular ABI) with CUDA kernels for this GPU's architecture;
+#   2. run ext/tests on the GPU: test_cuda.py first, then the whole suite;
+#   3. the GPU benchmark (ext/bench/bench_matmul.py --device cuda): results file into $OUT;
+#   4. tools/gpu_facts.py: the chapters' GPU-only measurements, into $OUT/gpu-facts.json;
+#   5. the stable-ABI build with CUDA kernels, and test_cuda.py against it;
+#   6. strict nbval of the chapters that import torch, with the GPU present, while time is left.
+# GPU_CHECK_BUDGET_S (default 480) bounds the whole run: later steps get what is left.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-_build/gpu-check}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+BUDGET=${GPU_CHECK_BUDGET_S:-480}
+START=$SECONDS
+left() { echo $((BUDGET - (SECONDS - START))); }
+step() { echo "== [+$((SECONDS - START))s] $*" | tee -a "$OUT/summary.txt"; }
+export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+if compgen -G ".whl/*.whl" >/dev/null; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpu-check-site .whl/*.whl \
+        && export PYTHONPATH=/tmp/gpu-check-site${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+step "machine"
+{ nvidia-smi; nproc; lscpu | grep -E 'Model name|Vendor|family|Model:'; } >"$OUT/machine.txt" 2>&1
+$PY - <<'PY' 2>&1 | tee -a "$OUT/summary.txt"
+import sys, torch
+p = torch.cuda.get_device_properties(0)
+print(f"python {sys.version.split()[0]}, torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}")
+print(f"GPU {p.name}, compute capability {p.major}.{p.minor}, {p.multi_processor_count} SMs, {p.total_memory / 2**30:.0f} GiB")
+PY
+ARCH=$($PY -c "import torch; print('%d.%d' % torch.cuda.get_device_capability())")
+
+# $(build_ext DIR ABI): a scratch copy of ext/ built in place with CUDA kernels for this GPU.
+build_ext() {
+    rm -rf "$1" && mkdir -p "$1" && cp -r ext/. "$1"/
+    rm -rf "$1"/build "$1"/*.egg-info && find "$1" -name '*.so' -delete
+    (cd "$1" && MYLINEAROPS_ABI=$2 MYLINEAROPS_CUDA=1 TORCH_CUDA_ARCH_LIST=$ARCH MAX_JOBS=$(nproc) \
+        $PY setup.py -q build_ext --inplace)
+}
+
+REGULAR=/tmp/gpu-check-ext-regular
+step "build: regular ABI, CUDA for sm_${ARCH/./}"
+if ! build_ext "$REGULAR" regular >"$OUT/build-regular.log" 2>&1; then
+    step "build FAILED (build-regular.log)"; tail -30 "$OUT/build-regular.log"; exit 1
+fi
+
+step "ext/tests/test_cuda.py (regular)"
+(cd "$REGULAR" && PYTHONPATH=.:${PYTHONPATH:-} timeout 240 $PY -m pytest -q -rs -p no:cacheprovider tests/test_cuda.py) \
+    >"$OUT/ext-tests-cuda.log" 2>&1
+tail -3 "$OUT/ext-tests-cuda.log" | tee -a "$OUT/summary.txt"
+
+step "GPU benchmark"
+PYTHONPATH=$REGULAR:${PYTHONPATH:-} timeout $(( $(left) > 240 ? 240 : $(left) )) \
+    $PY ext/bench/bench_matmul.py --device cuda --out-dir "$OUT" >"$OUT/bench.log" 2>&1
+tail -4 "$OUT/bench.log" | tee -a "$OUT/summary.txt"
+
+step "GPU facts"
+PYTHONPATH=$REGULAR:${PYTHONPATH:-} timeout 120 $PY tools/gpu_facts.py "$OUT/gpu-facts.json" >"$OUT/gpu-facts.log" 2>&1
+tail -2 "$OUT/gpu-facts.log" | tee -a "$OUT/summary.txt"
+
+step "ext/tests, the whole suite (regular)"
+(cd "$REGULAR" && PYTHONPATH=.:${PYTHONPATH:-} timeout $(( $(left) > 200 ? 200 : $(left) )) \
+    $PY -m pytest -q -rs -p no:cacheprovider -n 8 tests) >"$OUT/ext-tests-all.log" 2>&1
+tail -3 "$OUT/ext-tests-all.log" | tee -a "$OUT/summary.txt"
+
+STABLE=/tmp/gpu-check-ext-stable
+step "build: stable ABI, CUDA; then test_cuda.py"
+if build_ext "$STABLE" stable >"$OUT/build-stable.log" 2>&1; then
+    (cd "$STABLE" && PYTHONPATH=.:${PYTHONPATH:-} timeout 120 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py) \
+        >"$OUT/ext-tests-cuda-stable.log" 2>&1
+    tail -2 "$OUT/ext-tests-cuda-stable.log" | tee -a "$OUT/summary.txt"
+else
+    step "stable build FAILED (build-stable.log)"
+fi
+
+# Part IV's chapters import no torch: a GPU changes nothing there.
+TORCH_CHAPTERS=$(ls chapters/*.ipynb | grep -v '^chapters/sql_')
+if [ "$(left)" -gt 60 ]; then
+    step "strict nbval of the chapters that import torch, GPU present ($(left) s left)"
+    PYTHONPATH=$REGULAR:$PWD:${PYTHONPATH:-} timeout -s INT $(( $(left) - 15 )) \
+        $PY -m pytest -n 8 --dist loadfile -q -p no:cacheprovider --tb=short --junitxml="$OUT/nbval.xml" $TORCH_CHAPTERS \
+        >"$OUT/nbval.log" 2>&1
+    tail -3 "$OUT/nbval.log" | tee -a "$OUT/summary.txt"
+else
+    step "no time left for the notebooks"
+fi
+step "done"
