@@ -28,7 +28,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: setup book serve mathjax format test test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch wheel refresh notebook sync check bench clean
+.PHONY: print-cpu-kernel-chapters setup book serve mathjax format test test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch wheel refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -47,6 +47,11 @@ AVX2_ONLY := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CP
 # torch.compile's C++ code does not compile (torch 2.14.1: `at::vec` undeclared).
 SSE_GEMM := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 MYLINEAROPS_ISA=generic \
             TORCHINDUCTOR_CACHE_DIR=$(abspath _build/inductor-cache-sse-gemm)
+
+# The chapters whose stored outputs can depend on the CPU's kernels, and so the only ones the
+# capped runs (test-avx2, test-sse-gemm) execute again: all but Part IV's, which import no torch
+# (tests/test_ci.py checks that every chapter left out imports neither torch nor mylinearops).
+CPU_KERNEL_CHAPTERS := $(filter-out chapters/sql_%,$(wildcard chapters/*.ipynb))
 
 setup: $(STAMP) $(EXT_STAMP)
 
@@ -78,11 +83,21 @@ serve:
 test: setup
 	$(PY) -m pytest
 
+# On a CPU without AVX-512 the cap changes no kernel, and the run would repeat make test.
 test-avx2: setup
-	$(AVX2_ONLY) $(PY) -m pytest chapters
+	@if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then \
+	    echo "$(AVX2_ONLY) pytest $(CPU_KERNEL_CHAPTERS)"; \
+	    $(AVX2_ONLY) $(PY) -m pytest $(CPU_KERNEL_CHAPTERS); \
+	else \
+	    echo "test-avx2: skipped: this CPU has no AVX-512, so the AVX2 cap changes no kernel (make test ran them)"; \
+	fi
 
 test-sse-gemm: setup
-	$(SSE_GEMM) $(PY) -m pytest chapters
+	$(SSE_GEMM) $(PY) -m pytest $(CPU_KERNEL_CHAPTERS)
+
+# For tests/test_ci.py: the chapters the capped runs execute.
+print-cpu-kernel-chapters:
+	@echo $(CPU_KERNEL_CHAPTERS)
 
 # The extension must build with Clang too (Debian: apt-get install clang libomp-dev): a scratch
 # copy of ext/ is built in place with CC=clang (CPU kernels only) and its tests run against it.

@@ -9,6 +9,7 @@ cache folder and returns `root`.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import tempfile
@@ -76,3 +77,15 @@ def load_fashion_mnist(train: bool, source: str = "subset", transform=None, targ
     return FashionMNIST(
         str(root), train=train, transform=transform, target_transform=target_transform, download=download
     )
+
+
+GPU_FACTS_DIR = DATA_DIR / "gpu-facts"
+
+
+def recorded_gpu_facts() -> dict:
+    """The newest recording of tools/gpu_facts.py in data/gpu-facts/ (what only a GPU can
+    show, with the GPU, its driver, the versions and the date it was measured)."""
+    runs = [json.loads(path.read_text()) for path in sorted(GPU_FACTS_DIR.glob("*.json"))]
+    if not runs:
+        raise FileNotFoundError(f"no GPU recording in {GPU_FACTS_DIR}: run tools/gpu_check.sh on a GPU machine")
+    return max(runs, key=lambda run: run["date_utc"])

@@ -78,10 +78,19 @@ else:
     local_label = f"torch{torch_release}.{accelerator}"
     requires_torch = f"torch=={torch_release}"
 
+class CheckedBuildExtension(BuildExtension):
+    """torch's BuildExtension, then a check that the library links the shared C++ runtime."""
+
+    def build_extensions(self):
+        super().build_extensions()
+        for ext in self.extensions:
+            cfg.check_cxx_runtime(self.get_ext_fullpath(ext.name))
+
+
 setup(
     version=f"0.1.0+{local_label}",
     install_requires=[requires_torch],
     ext_modules=[extension],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": CheckedBuildExtension.with_options(use_ninja=True)},
     options={"bdist_wheel": {"py_limited_api": "cp{}{}".format(*cfg.STABLE_PYTHON_TARGET)}} if stable else {},
 )

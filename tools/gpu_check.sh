@@ -3,7 +3,8 @@
 #
 #   OUT=/path/to/results bash tools/gpu_check.sh
 #
-# Uses the python3 on PATH and its torch, whatever release that is. A folder .whl/ of wheels,
+# $OUT receives summary.txt, logs.tar.gz, the benchmark's results file (cuda-<gpu>.json, .md),
+# gpu-facts.json and nbval.xml. Uses the python3 on PATH and its torch, whatever release that is. A folder .whl/ of wheels,
 # if present, is installed first (into /tmp/gpu-check-site) for the notebooks' kernel. Steps,
 # each logged to $OUT and none stopping the next:
 #   1. build the extension (regular ABI) with CUDA kernels for this GPU's architecture;
@@ -16,7 +17,8 @@
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-_build/gpu-check}
-mkdir -p "$OUT"
+LOG=$OUT/logs  # packed into $OUT/logs.tar.gz at the end: the device tool returns at most 8 files
+mkdir -p "$LOG"
 PY=${PYTHON:-python3}
 BUDGET=${GPU_CHECK_BUDGET_S:-480}
 START=$SECONDS
@@ -30,7 +32,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 
 step "machine"
-{ nvidia-smi; nproc; lscpu | grep -E 'Model name|Vendor|family|Model:'; } >"$OUT/machine.txt" 2>&1
+{ nvidia-smi; nproc; lscpu | grep -E 'Model name|Vendor|family|Model:'; } >"$LOG/machine.txt" 2>&1
 $PY - <<'PY' 2>&1 | tee -a "$OUT/summary.txt"
 import sys, torch
 p = torch.cuda.get_device_properties(0)
@@ -43,41 +45,43 @@ ARCH=$($PY -c "import torch; print('%d.%d' % torch.cuda.get_device_capability())
 build_ext() {
     rm -rf "$1" && mkdir -p "$1" && cp -r ext/. "$1"/
     rm -rf "$1"/build "$1"/*.egg-info && find "$1" -name '*.so' -delete
+    # not -q: the log keeps the compile and link lines
     (cd "$1" && MYLINEAROPS_ABI=$2 MYLINEAROPS_CUDA=1 TORCH_CUDA_ARCH_LIST=$ARCH MAX_JOBS=$(nproc) \
-        $PY setup.py -q build_ext --inplace)
+        $PY setup.py build_ext --inplace) && readelf -d "$1"/mylinearops/_C*.so | grep NEEDED
 }
 
 REGULAR=/tmp/gpu-check-ext-regular
 step "build: regular ABI, CUDA for sm_${ARCH/./}"
-if ! build_ext "$REGULAR" regular >"$OUT/build-regular.log" 2>&1; then
-    step "build FAILED (build-regular.log)"; tail -30 "$OUT/build-regular.log"; exit 1
+if ! build_ext "$REGULAR" regular >"$LOG/build-regular.log" 2>&1; then
+    step "build FAILED (build-regular.log)"; tail -30 "$LOG/build-regular.log"
+    tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOG"; exit 1
 fi
 
 step "ext/tests/test_cuda.py (regular)"
 (cd "$REGULAR" && PYTHONPATH=.:${PYTHONPATH:-} timeout 240 $PY -m pytest -q -rs -p no:cacheprovider tests/test_cuda.py) \
-    >"$OUT/ext-tests-cuda.log" 2>&1
-tail -3 "$OUT/ext-tests-cuda.log" | tee -a "$OUT/summary.txt"
+    >"$LOG/ext-tests-cuda.log" 2>&1
+tail -3 "$LOG/ext-tests-cuda.log" | tee -a "$OUT/summary.txt"
 
 step "GPU benchmark"
 PYTHONPATH=$REGULAR:${PYTHONPATH:-} timeout $(( $(left) > 240 ? 240 : $(left) )) \
-    $PY ext/bench/bench_matmul.py --device cuda --out-dir "$OUT" >"$OUT/bench.log" 2>&1
-tail -4 "$OUT/bench.log" | tee -a "$OUT/summary.txt"
+    $PY ext/bench/bench_matmul.py --device cuda --out-dir "$OUT" >"$LOG/bench.log" 2>&1
+tail -4 "$LOG/bench.log" | tee -a "$OUT/summary.txt"
 
 step "GPU facts"
-PYTHONPATH=$REGULAR:${PYTHONPATH:-} timeout 120 $PY tools/gpu_facts.py "$OUT/gpu-facts.json" >"$OUT/gpu-facts.log" 2>&1
-tail -2 "$OUT/gpu-facts.log" | tee -a "$OUT/summary.txt"
+PYTHONPATH=$REGULAR:${PYTHONPATH:-} timeout 120 $PY tools/gpu_facts.py "$OUT/gpu-facts.json" >"$LOG/gpu-facts.log" 2>&1
+tail -2 "$LOG/gpu-facts.log" | tee -a "$OUT/summary.txt"
 
 step "ext/tests, the whole suite (regular)"
 (cd "$REGULAR" && PYTHONPATH=.:${PYTHONPATH:-} timeout $(( $(left) > 200 ? 200 : $(left) )) \
-    $PY -m pytest -q -rs -p no:cacheprovider -n 8 tests) >"$OUT/ext-tests-all.log" 2>&1
-tail -3 "$OUT/ext-tests-all.log" | tee -a "$OUT/summary.txt"
+    $PY -m pytest -q -rs -p no:cacheprovider -n 8 tests) >"$LOG/ext-tests-all.log" 2>&1
+tail -3 "$LOG/ext-tests-all.log" | tee -a "$OUT/summary.txt"
 
 STABLE=/tmp/gpu-check-ext-stable
 step "build: stable ABI, CUDA; then test_cuda.py"
-if build_ext "$STABLE" stable >"$OUT/build-stable.log" 2>&1; then
+if build_ext "$STABLE" stable >"$LOG/build-stable.log" 2>&1; then
     (cd "$STABLE" && PYTHONPATH=.:${PYTHONPATH:-} timeout 120 $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py) \
-        >"$OUT/ext-tests-cuda-stable.log" 2>&1
-    tail -2 "$OUT/ext-tests-cuda-stable.log" | tee -a "$OUT/summary.txt"
+        >"$LOG/ext-tests-cuda-stable.log" 2>&1
+    tail -2 "$LOG/ext-tests-cuda-stable.log" | tee -a "$OUT/summary.txt"
 else
     step "stable build FAILED (build-stable.log)"
 fi
@@ -88,9 +92,10 @@ if [ "$(left)" -gt 60 ]; then
     step "strict nbval of the chapters that import torch, GPU present ($(left) s left)"
     PYTHONPATH=$REGULAR:$PWD:${PYTHONPATH:-} timeout -s INT $(( $(left) - 15 )) \
         $PY -m pytest -n 8 --dist loadfile -q -p no:cacheprovider --tb=short --junitxml="$OUT/nbval.xml" $TORCH_CHAPTERS \
-        >"$OUT/nbval.log" 2>&1
-    tail -3 "$OUT/nbval.log" | tee -a "$OUT/summary.txt"
+        >"$LOG/nbval.log" 2>&1
+    tail -3 "$LOG/nbval.log" | tee -a "$OUT/summary.txt"
 else
     step "no time left for the notebooks"
 fi
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOG"
 step "done"

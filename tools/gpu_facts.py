@@ -18,26 +18,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 import traceback
 from pathlib import Path
 
 import torch
 
+import mylinearops
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from booktools.generated.alexnet import AlexNet, aten_call_tree, gpu_kernels  # noqa: E402
 from booktools.generated.setup import cuda_context_cost  # noqa: E402
-
-
-def driver_version() -> str:
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
-        return out.splitlines()[0].strip()
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return "unknown"
 
 
 def context_costs() -> dict:
@@ -92,7 +84,7 @@ def main(path: str) -> int:
         "gpu": props.name,
         "compute_capability": f"{props.major}.{props.minor}",
         "memory_bytes": props.total_memory,
-        "driver": driver_version(),
+        "driver": mylinearops.gpu_driver_version(),
         "cuda_runtime": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(),
         "torch": torch.__version__,

@@ -159,16 +159,6 @@ def measured_peaks(threads: int, seconds: float) -> dict[str, dict[str, float]]:
     return peaks
 
 
-def gpu_driver() -> str:
-    """The NVIDIA driver's release (e.g. "580.159.03"), from nvidia-smi; "unknown" without it."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30, check=True).stdout
-        return out.splitlines()[0].strip()
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return "unknown"
-
-
 def gpu_description(peak_seconds: float) -> dict:
     """The current GPU: what CUDA reports of it and its FP32 FMA peak, measured."""
     props = torch.cuda.get_device_properties()
@@ -178,7 +168,7 @@ def gpu_description(peak_seconds: float) -> dict:
         "multiprocessors": props.multi_processor_count,
         "memory_gib": round(props.total_memory / 2**30, 1),
         "l2_bytes": getattr(props, "L2_cache_size", None),
-        "driver": gpu_driver(),
+        "driver": mylinearops.gpu_driver_version(),
         "cuda_runtime": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(),
         "fma_peak_gflops": mylinearops.gpu_fma_peak_gflops(peak_seconds),

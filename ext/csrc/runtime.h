@@ -31,6 +31,13 @@
 #include <torch/csrc/inductor/aoti_torch/c/shim.h> // needs USE_CUDA (set by the build)
 #include <torch/csrc/stable/macros.h>              // STD_CUDA_KERNEL_LAUNCH_CHECK
 #include <torch/headeronly/util/shim_utils.h>       // STABLE_TORCH_ERROR_CODE_CHECK
+#ifndef STABLE_TORCH_ERROR_CODE_CHECK
+// Building against torch 2.10 or 2.11, whose headers lack this macro (seen with 2.11): the same check.
+#define STABLE_TORCH_ERROR_CODE_CHECK(call)                                                   \
+  do {                                                                                        \
+    if ((call) != AOTI_TORCH_SUCCESS) throw std::runtime_error(#call " returned an error"); \
+  } while (0)
+#endif
 #else
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>

@@ -294,3 +294,38 @@ def sources(with_cuda: bool, root: Path = EXT_DIR, python_module: bool = False, 
     if python_module:
         files.append(PYTHON_MODULE_SOURCE)
     return [str(root / f) for f in files]
+
+
+# Functions of libstdc++'s own (not templates a header instantiates): a library that defines
+# them carries a static copy of the C++ runtime. That copy's iostreams are never set up when
+# another libstdc++ (the process's) already runs, so the first `out << 42` crashes (seen on an
+# Ubuntu 24.04 GPU machine with GCC 13, CUDA 13 and torch 2.11: segfault in build_info()).
+_CXX_RUNTIME_MARKERS = ("_ZNSo9_M_insert", "codecvt_utf8", "_ZNSt6locale")
+
+
+def copied_cxx_runtime(library: str | Path) -> list[str]:
+    """The libstdc++ functions that `library` defines itself ([] where it links the shared
+    libstdc++, or where binutils' nm is missing to tell)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return []
+    out = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
+    found = set()
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1] in "TtDdRrBb" and any(m in fields[2] for m in _CXX_RUNTIME_MARKERS):
+            found.add(fields[2])
+    return sorted(found)
+
+
+def check_cxx_runtime(library: str | Path) -> None:
+    """Refuse a build that carries its own copy of libstdc++ (see _CXX_RUNTIME_MARKERS)."""
+    copied = copied_cxx_runtime(library)
+    if copied:
+        raise RuntimeError(
+            f"mylinearops: {library} contains its own copy of the C++ runtime ({len(copied)} libstdc++ "
+            f"functions, e.g. {copied[0]}) instead of linking libstdc++.so.6, and would crash at its first "
+            "formatted output. The link line pulled in a static libstdc++ (look for libstdc++.a or "
+            "-static-libstdc++ in the build log, run without -q)."
+        )
+

@@ -113,6 +113,7 @@ def build(
         is_python_module=False,
         verbose=verbose,
     )
+    cfg.check_cxx_runtime(path)  # before anything formats a number in it
     _loaded.update(path=str(path), seconds=f"{time.perf_counter() - start:.2f}")
     return str(path)
 

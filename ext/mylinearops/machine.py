@@ -27,6 +27,7 @@ Environment switches (read once per process, before the first product):
 from __future__ import annotations
 
 import platform
+import subprocess
 from collections.abc import Callable
 
 import torch
@@ -36,6 +37,7 @@ __all__ = [
     "cpu_identity",
     "cpu_info",
     "fma_peak_gflops",
+    "gpu_driver_version",
     "gpu_fma_loop",
     "gpu_fma_peak_gflops",
     "last_gemm_plan",
@@ -89,6 +91,16 @@ def microkernel_gflops(isa: str, seconds: float = 0.05) -> float:
     Against ``fma_peak_gflops(isa, 1)`` it says how much of the gap to the ceiling is the
     micro-kernel's own instruction stream, before caches, packing and threads."""
     return _ops.cpu_microkernel_gflops(isa, seconds)
+
+
+def gpu_driver_version() -> str:
+    """The NVIDIA driver's release (e.g. "580.159.04"), from nvidia-smi; "unknown" without it."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        return out.splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
 
 
 def gpu_fma_loop(device: torch.device | str | int | None = None) -> tuple[Callable[[int], int], int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -159,3 +160,24 @@ def test_jit_build_and_reload(tmp_path):
     # Budget for `import mylinearops` with the JIT (torch import included): 5 s
     # normally; generous here because shared CI machines are noisy.
     assert import_seconds < 15, f"JIT reload took {import_seconds:.1f} s (process: {total:.1f} s)"
+
+
+def test_library_links_the_shared_cxx_runtime():
+    library = mylinearops.build_info()["library"]
+    if shutil.which("nm") is None:
+        pytest.skip("binutils' nm is missing: cannot list the library's symbols")
+    assert cfg.copied_cxx_runtime(library) == []
+
+
+@pytest.mark.skipif(shutil.which("nm") is None or shutil.which("g++") is None, reason="needs g++ and nm")
+def test_a_static_copy_of_the_cxx_runtime_is_refused(tmp_path):
+    # What a link line with a static libstdc++ produces: a library with its own iostreams.
+    source = tmp_path / "fmt.cpp"
+    source.write_text('#include <sstream>\n#include <string>\nstd::string fmt(long n) { std::ostringstream o; o << n; return o.str(); }\n')
+    shared, static = tmp_path / "libshared.so", tmp_path / "libstatic.so"
+    for out, extra in ((shared, []), (static, ["-static-libstdc++"])):
+        subprocess.run(["g++", "-shared", "-fPIC", "-O1", *extra, str(source), "-o", str(out)], check=True)
+    assert cfg.copied_cxx_runtime(shared) == []
+    assert cfg.copied_cxx_runtime(static)
+    with pytest.raises(RuntimeError, match=r"contains its own copy of the C\+\+ runtime"):
+        cfg.check_cxx_runtime(static)
