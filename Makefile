@@ -5,6 +5,7 @@
 #   make book                      build the website into _build/html (the main job)
 #   make serve                     serve the built website on http://127.0.0.1:8000
 #   make test                      run every test: unit tests, extension tests, strict nbval
+#   make test-fast                 the quick loop: unit tests, checkers, extension tests (no notebooks, builds, browser)
 #   make test-avx2                 strict nbval of every notebook as on a CPU without AVX-512
 #   make test-sse-gemm             strict nbval of every notebook with GEMMs and convolutions on SSE kernels
 #   make test-clang                build the extension with Clang (CPU kernels) and run its tests
@@ -28,7 +29,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: print-cpu-kernel-chapters setup book serve mathjax format test test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch wheel refresh notebook sync check bench clean
+.PHONY: print-cpu-kernel-chapters setup book serve mathjax format test test-fast test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch wheel refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -74,7 +75,7 @@ book: setup mathjax
 
 # MathJax, served by the site itself (pinned, checked against the npm registry's sha512).
 mathjax: setup
-	$(PY) -m booktools.site fetch-mathjax
+	$(PY) -m booktools.maintain.website fetch-mathjax
 
 serve:
 	@test -f _build/html/index.html || { echo "no website yet: run make book first"; exit 2; }
@@ -82,6 +83,12 @@ serve:
 
 test: setup
 	$(PY) -m pytest
+
+# The contributors' loop, about two minutes: everything but the tests marked slow (notebooks,
+# builds of the extension or the website, the browser). It tests the extension as `make setup`
+# last built it (rebuilt first only if its sources changed).
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" tests ext/tests
 
 # On a CPU without AVX-512 the cap changes no kernel, and the run would repeat make test.
 test-avx2: setup
@@ -136,24 +143,24 @@ test-other-torch: setup
 	$(PY) -m booktools.shipping test-other-torch
 
 refresh: setup
-	$(PY) -m booktools.nbtools refresh
+	$(PY) -m booktools.maintain.notebooks refresh
 
 notebook: setup
 	@test -n "$(NB)" || { echo "usage: make notebook NB=chapters/<name>.ipynb"; exit 2; }
-	$(PY) -m booktools.nbtools refresh $(NB)
+	$(PY) -m booktools.maintain.notebooks refresh $(NB)
 	$(PY) -m pytest $(NB)
 
 sync: setup
-	$(PY) -m booktools.nbtools sync
+	$(PY) -m booktools.maintain.notebooks sync
 
 check: setup
-	$(PY) -m booktools.nbtools check
+	$(PY) -m booktools.maintain.notebooks check
 	$(VENV)/bin/ruff format --check --quiet chapters
 
 # Code cells formatted to the column the website shows; then re-export the #| export cells.
 format: setup
 	$(VENV)/bin/ruff format chapters
-	$(PY) -m booktools.nbtools sync
+	$(PY) -m booktools.maintain.notebooks sync
 
 bench: setup
 	$(PY) ext/bench/bench_matmul.py

@@ -5,11 +5,16 @@ Notebooks import from here instead of pasting set-up code into every chapter:
     from booktools import setup_notebook, expect_error
     setup_notebook()
 
-Infrastructure only: notebook set-up (notebook, colab, paths), evidence helpers (source,
-profiling, autograd_graph, benchmark, extension), data (data), the SQL engines and Part
-IV's checkers (sql, leetcode30, display), the notebook tools (nbtools) and the website
-(site). Lesson code is written in the chapters; what other chapters and tests reuse is exported to `booktools.generated`
-(`make sync`). `booktools.checkers` holds the exercises' checkers.
+In layers, each module with one job:
+
+- for readers' notebooks: set-up (notebook, colab, paths), evidence (source, profiling,
+  autograd_graph, benchmark, extension, shipping), data (data), Part IV's engines (sql, a
+  package) and tables (display);
+- `booktools.checkers`: the exercises' checkers, one module per chapter, and Part IV's
+  (sql_problems);
+- `booktools.generated`: the lesson code the chapters export (`make sync`), never edited by hand;
+- `booktools.maintain`: the maintainers' tools (notebook refresh, sync and rules, the website,
+  Part IV's expected answers), which readers never call.
 """
 
 from booktools.notebook import expect_error, setup_notebook

@@ -21,13 +21,20 @@ from typing import Callable
 import torch
 
 
+# Before each batch of CPU calls: time for the worker threads of the library timed before
+# (OpenMP's for torch and mylinearops, OpenBLAS's for numpy), which spin for a while after a
+# call, to go to sleep and leave the cores to the next one.
+SETTLE_S = 0.005
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
 
-def time_calls(fn: Callable[[], object], calls: int, device: str = "cpu") -> list[float]:
-    """Seconds per call of fn: one sample per call on the CPU, one per batch on a GPU."""
+def time_calls(fn: Callable[[], object], calls: int, device: str = "cpu", settle_s: float = SETTLE_S) -> list[float]:
+    """Seconds per call of fn: one sample per call on the CPU (after `settle_s` of sleep), one
+    per batch on a GPU (CUDA events around the batch)."""
     if device.startswith("cuda"):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -36,6 +43,8 @@ def time_calls(fn: Callable[[], object], calls: int, device: str = "cpu") -> lis
         end.record()
         end.synchronize()
         return [start.elapsed_time(end) / 1e3 / calls]
+    if settle_s:
+        time.sleep(settle_s)
     samples = []
     for _ in range(calls):
         t0 = time.perf_counter()
@@ -44,24 +53,31 @@ def time_calls(fn: Callable[[], object], calls: int, device: str = "cpu") -> lis
     return samples
 
 
-def interleaved_medians(fns: dict[str, Callable[[], object]], *, rounds: int = 5, seconds_per_round: float = 0.02,
-                        device: str = "cpu", max_calls: int = 1000) -> dict[str, float]:
-    """Median seconds per call of each fn, measured in interleaved rounds.
+def interleaved_rounds(fns: dict[str, Callable[[], object]], *, rounds: int = 5, seconds_per_round: float = 0.02,
+                       device: str = "cpu", max_calls: int = 1000) -> dict[str, list[list[float]]]:
+    """Seconds per call of each fn, round by round: ``result[name][r]`` holds round r's samples.
 
-    Each fn is called once to warm up, then each round calls every fn about
-    `seconds_per_round` worth of times (at least once).
+    Each fn is called once to warm up and timed three times alone to size its rounds; then
+    every round calls every fn about `seconds_per_round` worth of times (at least once).
     """
     calls = {}
     for name, fn in fns.items():
         fn()  # warm-up: first-call allocations, lazy initialisation, caches
         _sync(device)
-        once = min(statistics.median(time_calls(fn, 1, device)) for _ in range(2))
+        once = min(statistics.median(time_calls(fn, 1, device)) for _ in range(3))
         calls[name] = max(1, min(max_calls, int(seconds_per_round / max(once, 1e-7))))
-    samples: dict[str, list[float]] = {name: [] for name in fns}
+    per_round: dict[str, list[list[float]]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            samples[name] += time_calls(fn, calls[name], device)
-    return {name: statistics.median(s) for name, s in samples.items()}
+            per_round[name].append(time_calls(fn, calls[name], device))
+    return per_round
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], **kwargs) -> dict[str, float]:
+    """Median seconds per call of each fn over all its samples of `interleaved_rounds` (same
+    keyword arguments)."""
+    per_round = interleaved_rounds(fns, **kwargs)
+    return {name: statistics.median([s for samples in rounds for s in samples]) for name, rounds in per_round.items()}
 
 
 def matmul_flops(m: int, k: int, n: int) -> int:

@@ -53,16 +53,22 @@ def bootstrap_cell_source(repo_url: str) -> str:
 
 
 def pinned_requirements(requirements_file: Path) -> dict[str, str]:
-    """Map each `name==version` line of requirements.txt to its version."""
+    """Map each requirement of requirements.txt to the one version it pins (`name==version`)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     pins = {}
     for line in Path(requirements_file).read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        match = re.fullmatch(r"([A-Za-z0-9._-]+)==([A-Za-z0-9.+!_-]+)", line)
-        if not match:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement as e:
+            raise ValueError(f"{requirements_file}: {line!r} is not a requirement: {e}") from None
+        specs = list(req.specifier)
+        if len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
             raise ValueError(f"{requirements_file}: expected 'name==version', got {line!r}")
-        pins[match[1]] = match[2]
+        pins[req.name] = specs[0].version
     return pins
 
 

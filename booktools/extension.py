@@ -26,10 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from booktools.paths import REPO_ROOT
+from booktools.paths import EXT_DIR, REPO_ROOT
 from booktools.profiling import call_tree, print_call_tree  # noqa: F401  (re-exported for the chapters)
 
-EXT_DIR = REPO_ROOT / "ext"
 RESULTS_DIR = EXT_DIR / "bench" / "results"
 # Build outputs of the chapters' own small C++ modules (gitignored, like ext/.jit-build/).
 BUILD_DIR = REPO_ROOT / ".jit-build"

@@ -4,6 +4,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO_ROOT / "data"
+EXT_DIR = REPO_ROOT / "ext"  # the mylinearops extension
 CHAPTERS_DIR = REPO_ROOT / "chapters"
 CONFIG_FILE = REPO_ROOT / "_config.yml"
 REQUIREMENTS_FILE = REPO_ROOT / "requirements.txt"

@@ -21,8 +21,6 @@ Command line (used by the Makefile):
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -32,14 +30,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from .paths import REPO_ROOT
+from filelock import FileLock
+
+from .colab import pinned_requirements
+from .paths import EXT_DIR, REPO_ROOT, REQUIREMENTS_FILE
 
 # A torch release other than the pinned one, still >= 2.10 (the stable ABI's floor). These
 # machines' pip finds a local CPU-only wheel of it (no CUDA libraries to download).
 OTHER_TORCH = os.environ.get("BOOK_OTHER_TORCH", "2.13.0+cpu")
 BUILD_DIR = REPO_ROOT / "_build"
 DIST_DIR = REPO_ROOT / "dist"
-EXT_DIR = REPO_ROOT / "ext"
 WHEEL_CACHE = BUILD_DIR / "wheels"
 # What the extension's tests import besides torch and mylinearops.
 TEST_REQUIREMENTS = ("pytest", "numpy")
@@ -53,25 +53,16 @@ def other_torch_dir() -> Path:
     return BUILD_DIR / f"venv-torch-{_version_slug(OTHER_TORCH)}"
 
 
-@contextlib.contextmanager
-def _lock(name: str):
+def _lock(name: str) -> FileLock:
     """One process at a time builds a given thing (a notebook and a test may race)."""
     BUILD_DIR.mkdir(exist_ok=True)
-    with open(BUILD_DIR / f".{name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return FileLock(BUILD_DIR / f".{name}.lock")
 
 
 def _pinned(name: str) -> str:
     """``name==version`` as requirements.txt pins it (the same pytest, numpy as the book's)."""
-    for line in (REPO_ROOT / "requirements.txt").read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if line.lower().startswith(name.lower() + "=="):
-            return line
-    return name
+    pins = {key.lower(): version for key, version in pinned_requirements(REQUIREMENTS_FILE).items()}
+    return f"{name}=={pins[name.lower()]}" if name.lower() in pins else name
 
 
 def other_torch_python() -> Path:

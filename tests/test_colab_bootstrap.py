@@ -27,7 +27,7 @@ from booktools.colab import (
     missing_requirements,
     pinned_requirements,
 )
-from booktools.nbtools import code_cells
+from booktools.maintain.notebooks import code_cells
 from booktools.paths import CHAPTERS_DIR, REPO_ROOT, REQUIREMENTS_FILE, repository_url
 
 COLAB_PREINSTALLED = ["torch", "torchvision", "numpy", "pandas", "matplotlib", "ipython"]

@@ -6,8 +6,10 @@ import sys
 import nbformat
 import pytest
 
-from booktools.nbtools import code_cells
+from booktools.maintain.notebooks import code_cells
 from booktools.paths import CHAPTERS_DIR, REPO_ROOT
+
+pytestmark = pytest.mark.slow  # runs notebooks: not in make test-fast
 
 SOURCE_NOTEBOOK = CHAPTERS_DIR / "tensors.ipynb"
 

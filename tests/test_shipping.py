@@ -1,10 +1,11 @@
 """The extension's two builds as distributed wheels (booktools.shipping; ext/README.md).
 
 The stable-ABI wheel must call into libtorch only through its C shim (no C++ symbol of
-torch), carry the tags and requirements that let pip install it for any torch >= 2.10, and
-load and compute under another torch release; the regular wheel must say it needs exactly
-the torch it was built against, and indeed fail to load under another one. The full test
-suite under the other release is `make test-other-torch` (CI runs it).
+torch) and carry the tags and requirements that let pip install it for any torch >= 2.10;
+the regular wheel must say it needs exactly the torch it was built against. That the stable
+wheel computes under another torch release is `make test-other-torch` (the extension's whole
+suite there, in CI); that the regular one fails to load there, with an undefined symbol, the
+chapter "Shipping the extension" shows.
 """
 
 from __future__ import annotations
@@ -54,11 +55,6 @@ def regular_wheel():
     return shipping.build_wheel("regular", cuda=False)
 
 
-@pytest.fixture(scope="module")
-def other_python():
-    return shipping.other_torch_python()
-
-
 def test_stable_library_calls_torch_only_through_the_c_shim(stable_wheel, regular_wheel):
     assert undefined_torch_cpp_symbols(stable_wheel) == []
     # ... where the regular build calls hundreds of C++ functions of c10/at/torch.
@@ -74,39 +70,6 @@ def test_wheel_metadata_tells_pip_what_each_build_needs(stable_wheel, regular_wh
     assert regular["Requires-Dist"] == [f"torch=={release}"]
     assert regular["Version"] == [f"0.1.0+torch{release}.cpu"]
     assert regular["Tag"][0].startswith("cp3") and "abi3" not in regular["Tag"][0]
-
-
-SMOKE = """
-import torch, mylinearops
-info = mylinearops.build_info()
-A = torch.randn(33, 20, dtype=torch.float64, requires_grad=True)
-B = torch.randn(20, 7, dtype=torch.float64, requires_grad=True)
-b = torch.randn(7, dtype=torch.float64, requires_grad=True)
-print(torch.__version__, info["abi"],
-      torch.allclose(mylinearops.matmul(A, B), A @ B),
-      torch.autograd.gradcheck(lambda *t: mylinearops.linearop(*t), (A, B, b)))
-"""
-
-
-def run_with(python, wheel, code):
-    return subprocess.run(
-        [str(python), "-c", code], capture_output=True, text=True,
-        env={"PYTHONPATH": str(shipping.unpacked(wheel)), "PATH": "/usr/bin:/bin"},
-    )
-
-
-def test_stable_wheel_computes_under_another_torch(stable_wheel, other_python):
-    result = run_with(other_python, stable_wheel, SMOKE)
-    assert result.returncode == 0, result.stderr[-3000:]
-    version, abi, close, gradients = result.stdout.split()
-    assert version == shipping.OTHER_TORCH != torch.__version__
-    assert (abi, close, gradients) == ("stable", "True", "True")
-
-
-def test_regular_wheel_fails_under_another_torch_with_undefined_symbol(regular_wheel, other_python):
-    result = run_with(other_python, regular_wheel, "import mylinearops")
-    assert result.returncode != 0
-    assert re.search(r"undefined symbol: _ZN\w+", result.stderr), result.stderr[-3000:]
 
 
 @pytest.mark.skipif(not shipping.cuda_buildable(), reason="no CUDA toolkit or CPU-only torch: no CUDA wheel to build")

@@ -19,7 +19,6 @@ import functools
 import html.parser
 import http.server
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -31,7 +30,9 @@ import pytest
 import yaml
 
 from booktools.paths import REPO_ROOT
-from booktools.site import CHROMIUM_CANDIDATES, fetch_mathjax
+from booktools.maintain.website import CHROMIUM_CANDIDATES, fetch_mathjax
+
+pytestmark = pytest.mark.slow  # a browser and a built website: not in make test-fast
 
 DESKTOP = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}
@@ -66,8 +67,13 @@ def chapter_pages() -> list[str]:
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """Build the website from the committed notebooks, as `make book` does, into a temp folder."""
+    """The website built from the committed notebooks, as `make book` does, into a temp folder;
+    or, where BOOK_SITE_DIR names one (`.ci/run`: the site `make book` just built), that one."""
     _require_browser()
+    built = os.environ.get("BOOK_SITE_DIR")
+    if built:
+        assert (Path(built) / "index.html").is_file(), f"BOOK_SITE_DIR={built} holds no built website"
+        return Path(built)
     out = tmp_path_factory.mktemp("site")
     fetch_mathjax()
     result = subprocess.run(

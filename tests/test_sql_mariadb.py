@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from booktools import leetcode30 as lc
+from booktools.checkers import sql_problems as lc
 from booktools import sql
 
 REQUIRE_ENV = "BOOK_REQUIRE_MARIADB"

@@ -63,7 +63,7 @@ step "ext/tests/test_cuda.py (regular)"
 tail -3 "$LOG/ext-tests-cuda.log" | tee -a "$OUT/summary.txt"
 
 step "GPU benchmark"
-PYTHONPATH=$REGULAR:${PYTHONPATH:-} timeout $(( $(left) > 240 ? 240 : $(left) )) \
+PYTHONPATH=$REGULAR:$PWD:${PYTHONPATH:-} timeout $(( $(left) > 240 ? 240 : $(left) )) \
     $PY ext/bench/bench_matmul.py --device cuda --out-dir "$OUT" >"$LOG/bench.log" 2>&1
 tail -4 "$LOG/bench.log" | tee -a "$OUT/summary.txt"
 

@@ -20,3 +20,12 @@ def fail(exercise: str, message: str) -> None:
 
 def passed(exercise: str, what: str) -> None:
     print(f"{exercise}: passed ({what})")
+
+
+def expect_bool(exercise: str, call: str, got: object, expected: bool, reference: str) -> None:
+    """Fail unless the reader's predicate returned the bool `expected`; `call` shows the call
+    (``f(1, 2)``), `reference` says what the reference decided (``"PyTorch chooses X"``)."""
+    if not isinstance(got, bool):
+        fail(exercise, f"{call} returned {got!r}, not a bool")
+    if got != expected:
+        fail(exercise, f"{call} returned {got}, but {reference}")

@@ -7,7 +7,7 @@ import itertools
 import torch
 from torch import nn
 
-from booktools.checkers import fail, passed
+from booktools.checkers import expect_bool, fail, passed
 
 
 def _leaves(model: nn.Module) -> list[nn.Module]:
@@ -94,11 +94,9 @@ def check_mkldnn_rule(uses_mkldnn) -> None:
         expected = chosen == "Mkldnn"
         got = uses_mkldnn(batch, channels, size, size, kernel, groups)
         cases += 1
-        if not isinstance(got, bool):
-            fail(exercise, f"uses_mkldnn{(batch, channels, size, size, kernel, groups)} returned {got!r}, not a bool")
-        if got != expected:
-            fail(exercise, f"uses_mkldnn(batch={batch}, channels={channels}, height={size}, width={size}, "
-                           f"kernel={kernel}, groups={groups}) returned {got}, but PyTorch chooses {chosen}")
+        call = (f"uses_mkldnn(batch={batch}, channels={channels}, height={size}, width={size}, "
+                f"kernel={kernel}, groups={groups})")
+        expect_bool(exercise, call, got, expected, f"PyTorch chooses {chosen}")
     passed(exercise, f"agrees with _select_conv_backend on {cases} convolutions")
 
 

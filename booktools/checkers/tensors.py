@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from booktools.checkers import fail, passed
+from booktools.checkers import expect_bool, passed
 
 
 def check_broadcastable(broadcastable, pairs: int = 500, seed: int = 0) -> None:
@@ -25,9 +25,6 @@ def check_broadcastable(broadcastable, pairs: int = 500, seed: int = 0) -> None:
         except RuntimeError:
             expected = False
         got = broadcastable(a, b)
-        if not isinstance(got, bool):
-            fail(exercise, f"broadcastable({a}, {b}) returned {got!r}, not a bool")
-        if got != expected:
-            fail(exercise, f"broadcastable({a}, {b}) returned {got}, but torch.broadcast_shapes "
-                           f"{'accepts' if expected else 'rejects'} these shapes")
+        expect_bool(exercise, f"broadcastable({a}, {b})", got, expected,
+                    f"torch.broadcast_shapes {'accepts' if expected else 'rejects'} these shapes")
     passed(exercise, f"agrees with torch.broadcast_shapes on {len(cases)} pairs of shapes")

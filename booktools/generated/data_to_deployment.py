@@ -255,10 +255,10 @@ import shutil
 import subprocess
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+from filelock import FileLock
 
 MIN_CMAKE = (3, 18)
 INSTALL_HINT = (
@@ -337,21 +337,10 @@ def _cached(build_dir: Path, name: str) -> str | None:
     return found[1] if found else None
 
 
-@contextmanager
-def _locked(build_dir: Path):
+def _locked(build_dir: Path) -> FileLock:
     """One build at a time in a folder (a test and a notebook may build concurrently)."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # Windows: no lock
-        yield
-        return
-    with open(build_dir / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return FileLock(build_dir / ".build.lock")
 
 
 def _run(command: list[str], what: str) -> str:

@@ -40,7 +40,6 @@ import platform  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -48,6 +47,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import mylinearops  # noqa: E402
+from booktools.benchmark import interleaved_rounds, time_calls  # noqa: E402  (the chapters' timing too)
 
 HERE = Path(__file__).resolve().parent
 MLP_SHAPES = [(128, 784, 256), (128, 256, 256), (128, 256, 10)]  # (batch, in, out)
@@ -57,72 +57,6 @@ FORMAT = 2  # version of the results file layout (1: before machines were identi
 TARGETS = {"vs_torch": 1.0, "vs_numpy": 0.9, "pct_of_peak": 0.75, "mlp_step_time_ratio": 1.0}
 TARGET_SIZE = 1024  # the square size the targets are read at
 TARGET_SHAPE_ROUND_FACTOR = 3  # that shape's rounds, as a multiple of the others'
-
-
-# ---------------------------------------------------------------------------
-# Timing
-# ---------------------------------------------------------------------------
-
-
-class Timer:
-    """Seconds per call of fn.
-
-    CPU: every call is timed on its own. On a shared 2-core machine an OpenMP parallel
-    region now and then waits milliseconds for a thread that another process has
-    descheduled; timing calls one by one keeps those stalls as outliers (which the median
-    ignores) instead of smearing them into an average. Before each batch the timer sleeps
-    a few milliseconds, so that the worker threads of the previous library (OpenMP's for
-    torch and mylinearops, OpenBLAS's for numpy) stop spinning and leave both cores to the
-    next one. CUDA: CUDA events around a batch of calls.
-    """
-
-    SETTLE_S = 0.005
-
-    def __init__(self, device: str):
-        self.device = device
-
-    def samples(self, fn, inner: int) -> list[float]:
-        if self.device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(inner):
-                fn()
-            end.record()
-            end.synchronize()
-            return [start.elapsed_time(end) / 1e3 / inner]
-        time.sleep(self.SETTLE_S)
-        out = []
-        for _ in range(inner):
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
-        return out
-
-    def __call__(self, fn, inner: int) -> float:
-        return statistics.median(self.samples(fn, inner))
-
-
-def interleaved_medians(
-    fns: dict, timer: Timer, rounds: int, target_s: float, round_medians: dict | None = None
-) -> dict[str, list[float]]:
-    """Seconds per call for each fn, all samples sorted (median = the middle one). Every
-    round runs every fn, so a burst of load from other processes hits all variants alike.
-    If round_medians is given, it receives each fn's median seconds per round, in order."""
-    inner = {}
-    for name, fn in fns.items():  # warm up, and size each round to about target_s per fn
-        fn()
-        once = min(timer(fn, 1) for _ in range(3))
-        inner[name] = max(1, min(1000, int(target_s / max(once, 1e-7))))
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    per_round: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            these = timer.samples(fn, inner[name])
-            samples[name] += these
-            per_round[name].append(statistics.median(these))
-    if round_medians is not None:
-        round_medians.update(per_round)
-    return {name: sorted(s) for name, s in samples.items()}
 
 
 # ---------------------------------------------------------------------------
@@ -298,7 +232,7 @@ def backward_variants(device: str, n_flops: float) -> dict:
     return {"tiled": "tiled", "register_blocked": "register_blocked", "torch.mm": "torch.mm"}
 
 
-def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer, roof_isa=None):
+def bench_shape(device, m, k, n, kind, rounds, target_s, quick, roof_isa=None):
     """One row of results: GFLOP/s of each variant for C = A(m,k) @ B(k,n); the FMA loop
     timed beside them is roof_isa's (default: the widest ISA's)."""
     dtype = torch.float32
@@ -344,8 +278,9 @@ def bench_shape(device, m, k, n, kind, rounds, target_s, quick, timer, roof_isa=
                 rows[name]["failed_check"] = True
             else:
                 fns[name] = fn
-    round_medians: dict[str, list[float]] = {}
-    samples = interleaved_medians(fns, timer, rounds, target_s, round_medians)
+    per_round = interleaved_rounds(fns, rounds=rounds, seconds_per_round=target_s, device=device)
+    samples = {name: sorted(s for these in rs for s in these) for name, rs in per_round.items()}
+    round_medians = {name: [statistics.median(these) for these in rs] for name, rs in per_round.items()}
     medians = {name: statistics.median(ss) for name, ss in samples.items()}
     for name, ss in samples.items():
         s = medians[name]
@@ -393,7 +328,7 @@ def add_peak_shares(report: dict) -> None:
 # ---------------------------------------------------------------------------
 
 
-def mlp_train_step(device, rounds, steps_per_round, timer):
+def mlp_train_step(device, rounds, steps_per_round):
     torch.manual_seed(0)
     reference = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
     reference = reference.to(device)
@@ -419,7 +354,7 @@ def mlp_train_step(device, rounds, steps_per_round, timer):
     samples = {name: [] for name in steps}
     round_ratios = []  # each round's LinearLayer / nn.Linear: how far one round's verdict can swing
     for _ in range(rounds):
-        this_round = {name: timer.samples(step, steps_per_round) for name, step in steps.items()}
+        this_round = {name: time_calls(step, steps_per_round, device) for name, step in steps.items()}
         for name, ss in this_round.items():
             samples[name] += ss
         round_ratios.append(statistics.median(this_round["LinearLayer"]) / statistics.median(this_round["nn.Linear"]))
@@ -594,7 +529,6 @@ def markdown(report: dict) -> str:
 
 
 def run_device(device: str, quick: bool) -> dict:
-    timer = Timer(device)
     rounds = 3 if quick else 7
     target_s = 0.02 if quick else 0.05
     if device == "cpu":
@@ -620,7 +554,7 @@ def run_device(device: str, quick: bool) -> dict:
             # machine, identical code timed twice in one run differs by a few percent.
             is_target_shape = device == "cpu" and kind == "forward" and m == k == n == TARGET_SIZE
             shape_rounds = rounds * TARGET_SHAPE_ROUND_FACTOR if is_target_shape and not quick else rounds
-            row = bench_shape(device, m, k, n, kind, shape_rounds, target_s, quick, timer, roof_isa)
+            row = bench_shape(device, m, k, n, kind, shape_rounds, target_s, quick, roof_isa)
             results.append(row)
             summary = "  ".join(
                 f"{name} {v['gflops']:.0f}" + (f" ({v['vs_torch']:.2f}x)" if "vs_torch" in v and name != "torch.mm" else "")
@@ -628,7 +562,7 @@ def run_device(device: str, quick: bool) -> dict:
                 for name, v in row["variants"].items()
             )
             print(f"[{device}] {kind:8s} {m}x{k}x{n}: {summary}", flush=True)
-    train = mlp_train_step(device, rounds=5 if quick else 15, steps_per_round=10 if quick else 20, timer=timer)
+    train = mlp_train_step(device, rounds=5 if quick else 15, steps_per_round=10 if quick else 20)
     print(
         f"[{device}] MLP train step: LinearLayer {train['ms_per_step']['LinearLayer']:.3f} ms, "
         f"nn.Linear {train['ms_per_step']['nn.Linear']:.3f} ms -> {train['linearlayer_over_nn_linear']:.2f}x",

@@ -7,11 +7,14 @@ The tests import the installed package (``pip install --no-build-isolation
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 import mylinearops
 
+EXT_DIR = Path(__file__).resolve().parent.parent  # the extension's source tree
 CPU_ALGOS = mylinearops.available_algos("cpu")
 CUDA_ALGOS = tuple(a for a in mylinearops.ALGOS["cuda"])
 
@@ -57,6 +60,11 @@ def assert_close_to_reference(out: torch.Tensor, expected: torch.Tensor, k: int)
     else:
         atol, rtol = 1e-12 * max(1, k), 1e-12
     torch.testing.assert_close(out.detach().cpu().double(), expected, atol=atol, rtol=rtol)
+
+
+def pytest_configure(config):
+    # also when the tests run outside the book (a scratch build): `make test-fast` leaves these out
+    config.addinivalue_line("markers", "slow: builds or compiles something (left out by make test-fast)")
 
 
 @pytest.fixture(autouse=True)

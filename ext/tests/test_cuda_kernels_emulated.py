@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # compiles the emulator: not in make test-fast
+
 HERE = Path(__file__).resolve().parent
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from conftest import EXT_DIR
 
-EXT_DIR = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"\[(/?)book:([a-z0-9-]+)\]")
 SOURCES = sorted(
     [p for pattern in ("csrc/**/*.cpp", "csrc/**/*.h", "csrc/**/*.cu", "csrc/**/*.cuh") for p in EXT_DIR.glob(pattern)]

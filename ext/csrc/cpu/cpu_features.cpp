@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -360,33 +361,76 @@ double fma_peak_gflops(Isa isa, int threads, double seconds) {
 
 // [book:cpu-clock]
 // Virtual machines often report only the base clock in /proc/cpuinfo; under
-// load a core may run faster (boost). An x86-64 core completes one dependent
-// integer addition per cycle, so additions per second = cycles per second.
-double measured_clock_ghz(double seconds) {
+// load a core may run faster (boost). So the clock is measured, by timing a
+// chain of dependent instructions whose latency in cycles is known.
+//
+// Not add-immediates: Intel cores since Golden Cove execute a small `add $1, r`
+// at register rename, several per cycle and with no latency, so such a chain
+// runs faster than the clock (it read 11-18 GHz there). A register-register
+// `add r1, r2` cannot be done at rename (the value added is not known there):
+// one per cycle on every x86-64 core. The second method is a chain of 64-bit
+// `imul r1, r2`, three cycles each on Intel and AMD cores alike. Where the two
+// disagree by more than 10%, the clock is reported as unknown (0), not wrong.
+namespace {
+
 #if defined(__x86_64__) && defined(__GNUC__)
+// Eight dependent instructions `op src, x` per loop turn, so that the loop's own
+// instructions run beside the chain. `src` sits in a register the compiler cannot see through.
+#define MYLINEAROPS_EIGHT_TIMES(op) \
+  op " %1, %0\n\t" op " %1, %0\n\t" op " %1, %0\n\t" op " %1, %0\n\t" \
+  op " %1, %0\n\t" op " %1, %0\n\t" op " %1, %0\n\t" op " %1, %0"
+
+void add_chain(int64_t iterations, int64_t step) {
+  int64_t x = 0;
+  for (int64_t i = 0; i < iterations; ++i) __asm__ volatile(MYLINEAROPS_EIGHT_TIMES("add") : "+r"(x) : "r"(step));
+}
+
+void imul_chain(int64_t iterations, int64_t factor) {
+  int64_t x = 1;
+  for (int64_t i = 0; i < iterations; ++i) __asm__ volatile(MYLINEAROPS_EIGHT_TIMES("imul") : "+r"(x) : "r"(factor));
+}
+#undef MYLINEAROPS_EIGHT_TIMES
+
+// Chained operations per second: the best of 5 runs of about `seconds` each.
+template <typename Chain>
+double chained_ops_per_second(double seconds, Chain chain) {
   double best = 0;
-  int64_t iterations = 1 << 20;
+  int64_t iterations = 1 << 14;
   for (int run = 0; run < 6; ++run) {
     const auto start = std::chrono::steady_clock::now();
-    int64_t x = 0;
-    for (int64_t i = 0; i < iterations; ++i) {
-      __asm__ volatile(
-          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
-          : "+r"(x));
-    }
+    chain(iterations);
     const double elapsed = seconds_since(start);
     if (run == 0) { // the first run sizes the others
       iterations = std::max<int64_t>(1024, static_cast<int64_t>(iterations * seconds / std::max(elapsed, 1e-9)));
       continue;
     }
-    best = std::max(best, 8.0 * iterations / elapsed / 1e9);
+    best = std::max(best, 8.0 * iterations / elapsed);
   }
   return best;
+}
+
+volatile int64_t opaque_three = 3; // read at run time: no chain can be folded at compile time
+#endif
+
+} // namespace
+
+ClockProbe probe_clock(double seconds) {
+  ClockProbe probe{};
+#if defined(__x86_64__) && defined(__GNUC__)
+  const int64_t step = opaque_three;
+  probe.by_add_ghz = chained_ops_per_second(seconds / 2, [&](int64_t n) { add_chain(n, step); }) / 1e9;
+  probe.by_imul_ghz = 3 * chained_ops_per_second(seconds / 2, [&](int64_t n) { imul_chain(n, step); }) / 1e9;
+  const bool agree = probe.by_add_ghz > 0 && probe.by_imul_ghz > 0 &&
+      std::abs(probe.by_add_ghz / probe.by_imul_ghz - 1) <= 0.1;
+  probe.ghz = agree ? probe.by_add_ghz : 0;
 #else
   (void)seconds;
-  return 0;
 #endif
+  return probe;
+}
+
+double measured_clock_ghz(double seconds) {
+  return probe_clock(seconds).ghz;
 }
 // [/book:cpu-clock]
 

@@ -89,9 +89,16 @@ double microkernel_gflops(Isa isa, double seconds);
 // with them, so that "share of the peak" compares like with like.
 int64_t run_fma_loop(Isa isa, int threads, int64_t iterations);
 
-// The clock of one busy core in GHz, measured with a chain of dependent
-// integer additions (one per cycle on x86-64), best of five runs of about
-// `seconds` each. 0 where it cannot be measured (not x86-64).
+// The clock of one busy core in GHz, measured twice: with a chain of dependent
+// register-register additions (one per cycle on x86-64 cores) and with a chain of
+// dependent 64-bit multiplications (three cycles each), each the best of five
+// runs taking `seconds` / 2 together. `ghz` is the additions' figure where the
+// two agree within 10%, else 0 (unknown); 0 also where it cannot be measured
+// (not x86-64).
+struct ClockProbe {
+  double ghz = 0, by_add_ghz = 0, by_imul_ghz = 0;
+};
+ClockProbe probe_clock(double seconds);
 double measured_clock_ghz(double seconds);
 
 } // namespace mylinearops::cpu

@@ -9,7 +9,7 @@
   never needs (it stays in the notebook); drops scripts the theme includes twice; and writes
   an index.html with a title.
 
-    python -m booktools.site fetch-mathjax
+    python -m booktools.maintain.website fetch-mathjax
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _notebook(app, docname: str):
 
 def provenance_html(nb) -> str:
     """One paragraph: what produced the page's outputs, and what nbval compares on it."""
-    from booktools import nbtools
+    from booktools.maintain import notebooks as nbtools
 
     stamp = nb.metadata.get("book", {}).get("provenance")
     cells = [c for c in nbtools.code_cells(nb) if "colab-bootstrap" not in c.metadata.get("tags", [])]
@@ -151,7 +151,7 @@ def _write_index(app, exception):
 
 
 def _static_path(app):
-    app.config.html_static_path.append(str(Path(__file__).with_name("site_static")))
+    app.config.html_static_path.append(str(Path(__file__).with_name("website_static")))
 
 
 def setup(app):

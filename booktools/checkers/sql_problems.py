@@ -14,18 +14,16 @@ Each problem has a folder in data/leetcode-pandas/ with `schema.sql` (MySQL DDL,
 order of the function's arguments) and cases, one folder each: `example/` (the statement's
 example) and the book's adversarial cases (the folder itself is case "book"; sub-folders are
 more). A case holds one CSV per table and `expected.json`, the answer every solution must give:
-typed from the statement for `example/`, written by `python -m booktools.leetcode30 expect`
+typed from the statement for `example/`, written by `python -m booktools.maintain.sql_answers`
 from the book's solutions (after pandas and DuckDB agree) for the others.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import json
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
@@ -120,7 +118,7 @@ class Problem:
         path = self.case_dir(case) / "expected.json"
         if not path.is_file():
             how = ("type the statement's example output into it" if case == EXAMPLE
-                   else f"run: python -m booktools.leetcode30 expect {self.number}")
+                   else f"run: python -m booktools.maintain.sql_answers expect {self.number}")
             raise FileNotFoundError(f"{path} is missing ({how})")
         return json.loads(path.read_text(encoding="utf-8"))
 
@@ -231,9 +229,14 @@ def run_sql(problem: Problem, text: str, tables: dict[str, pd.DataFrame], params
 
 
 # ------------------------------------------------------------------------------ comparing
+def json_cell(value):
+    """A value as expected.json writes it: 12000 rather than 12000.0."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _row(row: tuple) -> tuple:
     """A normalised row as the reader wrote it: 12000 rather than 12000.0."""
-    return tuple(_json_cell(v) for v in row)
+    return tuple(json_cell(v) for v in row)
 
 
 def first_difference(expected: dict, got: pd.DataFrame, ordered: bool) -> str | None:
@@ -255,8 +258,8 @@ def first_difference(expected: dict, got: pd.DataFrame, ordered: bool) -> str | 
                      else f"first missing row: {_row(want[len(have)])}")
             return f"{len(have)} rows; expected {len(want)} ({extra})"
         return None
-    missing = sorted((Counter(want) - Counter(have)).elements(), key=sql._sort_key)
-    extra = sorted((Counter(have) - Counter(want)).elements(), key=sql._sort_key)
+    missing = sorted((Counter(want) - Counter(have)).elements(), key=sql.row_sort_key)
+    extra = sorted((Counter(have) - Counter(want)).elements(), key=sql.row_sort_key)
     if not missing and not extra:
         return None
     more = len(missing) + len(extra) - 1
@@ -376,70 +379,3 @@ def side_by_side(key, function: Callable, text: str, case: str = EXAMPLE,
         code.append(("DuckDB ran (the MySQL text as transpiled by sqlglot):", ";\n".join(ran)))
     order = "in the prescribed order" if problem.ordered else "sorted (SQL sets no order)"
     return sql.SideBySide(panels, code=code, notes=[f"{_case_label(problem, case, params).capitalize()}; rows shown {order}."])
-
-
-# ------------------------------------------------------------------------------ expected answers
-def _answer(frame: pd.DataFrame, params: dict) -> dict:
-    rows = [[_json_cell(sql.normalise_value(v)) for v in row] for row in frame.itertuples(index=False, name=None)]
-    return {"params": params, "columns": [str(c) for c in frame.columns], "rows": rows}
-
-
-def _json_cell(value):
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def answers_json(answers: list[dict]) -> str:
-    """expected.json's layout: one answer per block, one row per line (readable in a diff)."""
-    dump = lambda value: json.dumps(value, ensure_ascii=False)  # noqa: E731
-    blocks = []
-    for a in answers:
-        rows = ",\n".join(f"   {dump(r)}" for r in a["rows"])
-        blocks.append(f' {{"params": {dump(a["params"])}, "columns": {dump(a["columns"])}, "rows": [\n{rows}\n ]}}')
-    return "[\n" + ",\n".join(blocks) + "\n]\n"
-
-
-def write_expected(problem: Problem) -> list[str]:
-    """Write expected.json for the book's cases from the book's solutions; verify the example.
-
-    Fails unless the pandas and the MySQL solution (on DuckDB) agree on every case, and unless
-    both give the statement's answer on its example. Returns what was written.
-    """
-    function, text = problem.reference()
-    written = []
-    for case in problem.cases:
-        answers = []
-        for params in problem.params:
-            got = run_pandas(problem, function, problem.tables(case), params)
-            via_sql = run_sql(problem, text, problem.tables(case), params)
-            sql.assert_same_result(got, via_sql, ordered=problem.ordered, names=("pandas", "DuckDB"))
-            answers.append(_answer(got if problem.ordered else sql.sorted_for_display(got), params))
-        path = problem.case_dir(case) / "expected.json"
-        if case == EXAMPLE:
-            for answer in problem.expected(case):
-                mine = next(a for a in answers if a["params"] == answer["params"])
-                difference = first_difference(answer, sql.result_frame(mine["columns"], [tuple(r) for r in mine["rows"]]),
-                                              problem.ordered)
-                if difference:
-                    raise AssertionError(f"{problem.number}: the book's solution misses the statement's example: {difference}")
-            continue
-        text_out = answers_json(answers)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text_out:
-            path.write_text(text_out, encoding="utf-8")
-            written.append(str(path.relative_to(DATA_DIR.parent)))
-    return written
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m booktools.leetcode30", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    expect = sub.add_parser("expect", help="write the book's cases' expected.json from the book's solutions")
-    expect.add_argument("numbers", nargs="*", type=int, help="problem numbers (default: all)")
-    args = parser.parse_args(argv)
-    for problem in [get(n) for n in args.numbers] or PROBLEMS:
-        for path in write_expected(problem):
-            print("wrote", path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Smoke test of the benchmark script (not a timing test): its pieces run on
+"""Smoke test of the extension's benchmark (ext/bench/bench_matmul.py; not a timing test): its pieces run on
 tiny shapes, check correctness before timing, and write a readable report."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_matmul.py"
+BENCH = Path(__file__).resolve().parent.parent / "ext" / "bench" / "bench_matmul.py"
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +20,8 @@ def bench():
 
 
 def test_bench_pieces_produce_a_report(bench):
-    timer = bench.Timer("cpu")
     rows = [
-        bench.bench_shape("cpu", 9, 17, 5, kind, rounds=1, target_s=1e-4, quick=True, timer=timer)
+        bench.bench_shape("cpu", 9, 17, 5, kind, rounds=1, target_s=1e-4, quick=True)
         for kind in ("forward", "backward")
     ]
     for row in rows:
@@ -32,7 +31,7 @@ def test_bench_pieces_produce_a_report(bench):
             assert v["gflops"] > 0
             assert name == bench.ROOF or v["max_error_per_sqrt_k"] < 1e-4  # the FMA loop is no product
     assert "numpy" in rows[0]["variants"] and "vs_numpy" in rows[0]["variants"]["auto"]
-    train = bench.mlp_train_step("cpu", rounds=2, steps_per_round=1, timer=timer)
+    train = bench.mlp_train_step("cpu", rounds=2, steps_per_round=1)
     assert train["same_loss_curve"] and train["linearlayer_over_nn_linear"] > 0
     assert len(train["round_ratios"]) == 2 and min(train["round_ratios"]) > 0
     machine = bench.machine_description("cpu", peak_seconds=0.002)
@@ -85,7 +84,7 @@ def test_bench_rejects_a_wrong_kernel(bench, monkeypatch):
     monkeypatch.setattr(
         mylinearops, "matmul", lambda A, B, algo="auto": real(A, B, algo=algo) + (algo == "blocked")
     )
-    row = bench.bench_shape("cpu", 8, 8, 8, "forward", rounds=1, target_s=1e-4, quick=True, timer=bench.Timer("cpu"))
+    row = bench.bench_shape("cpu", 8, 8, 8, "forward", rounds=1, target_s=1e-4, quick=True)
     assert row["variants"]["blocked"].get("failed_check") and "gflops" not in row["variants"]["blocked"]
     assert "gflops" in row["variants"]["torch.mm"]
 
@@ -107,7 +106,7 @@ def test_roof_is_the_highest_measured_peak_not_the_widest_isa(bench, monkeypatch
 def test_target_shape_records_its_rounds_and_per_round_ratios(bench):
     # Each round's torch.mm / auto ratio is kept at the target shape, so a results file shows
     # how far one round's verdict swings; the markdown names the extra rounds and the spread.
-    row = bench.bench_shape("cpu", 8, 8, 8, "forward", rounds=3, target_s=1e-4, quick=True, timer=bench.Timer("cpu"))
+    row = bench.bench_shape("cpu", 8, 8, 8, "forward", rounds=3, target_s=1e-4, quick=True)
     per_round = row["variants"]["auto"]["vs_torch_per_round"]
     assert row["rounds"] == 3 and len(per_round) == 3 and min(per_round) > 0
     assert "vs_torch_per_round" not in row["variants"]["torch.mm"]
