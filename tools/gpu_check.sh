@@ -50,11 +50,22 @@ build_ext() {
         $PY setup.py build_ext --inplace) && readelf -d "$1"/mylinearops/_C*.so | grep NEEDED
 }
 
+# Which C++ runtime a link would take: a missing libstdc++.so beside the compiler makes the
+# linker take libstdc++.a, and the extension then carries a copy of its own (the setup.py check).
+{ for cxx in c++ g++-12; do command -v $cxx && $cxx --version | head -1 && $cxx -print-file-name=libstdc++.so \
+      && ls -l "$($cxx -print-file-name=libstdc++.so)"; done; } >"$LOG/cxx-runtime.txt" 2>&1
+
 REGULAR=/tmp/gpu-check-ext-regular
 step "build: regular ABI, CUDA for sm_${ARCH/./}"
 if ! build_ext "$REGULAR" regular >"$LOG/build-regular.log" 2>&1; then
-    step "build FAILED (build-regular.log)"; tail -30 "$LOG/build-regular.log"
-    tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOG"; exit 1
+    step "build FAILED (build-regular.log, cxx-runtime.txt)"; tail -5 "$LOG/build-regular.log" | tee -a "$OUT/summary.txt"
+    if command -v g++-12 >/dev/null; then  # another compiler's runtime, before giving up
+        step "build again with g++-12"
+        export CC=gcc-12 CXX=g++-12
+        build_ext "$REGULAR" regular >"$LOG/build-regular-gcc12.log" 2>&1 || { step "FAILED again"; tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs; exit 1; }
+    else
+        tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs; exit 1
+    fi
 fi
 
 step "ext/tests/test_cuda.py (regular)"
