@@ -11,6 +11,7 @@
 #   make test-clang                build the extension with Clang (CPU kernels) and run its tests
 #   make test-avx512-emulated      the extension's tests on its AVX-512 micro-kernels, emulated (SIMDe)
 #   make test-other-torch          the stable-ABI wheel's tests under another torch release (2.13)
+#   make test-colab                every chapter on Colab's published runtime (its Python and package versions)
 #   make wheel                     build the extension's wheels into dist/ (stable ABI and regular)
 #   make refresh                   re-execute all notebooks and store their outputs
 #   make notebook NB=chapters/tensors.ipynb   execute one notebook, store and check its outputs
@@ -29,7 +30,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: print-cpu-kernel-chapters setup book serve mathjax format test test-fast test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch wheel refresh notebook sync check bench clean
+.PHONY: print-cpu-kernel-chapters setup book serve mathjax format test test-fast test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch test-colab wheel refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -141,6 +142,14 @@ wheel: setup
 # pinned torch passes the extension's tests in a venv with another torch release.
 test-other-torch: setup
 	$(PY) -m booktools.shipping test-other-torch
+
+# Every chapter, top to bottom in a fresh kernel, on the package versions of Colab's runtime
+# (data/colab/pip-freeze.gpu.<commit>.txt, in a Python 3.13 venv under _build/colab/), through
+# its own bootstrap cell. Fails if a cell raises whose lesson is not an error; prints how the
+# outputs differ from the stored ones, by kind. CHAPTERS=... runs only those.
+test-colab: setup
+	$(PY) -m booktools.maintain.colab_runtime venv
+	$(PY) -m booktools.maintain.colab_runtime run $(CHAPTERS)
 
 refresh: setup
 	$(PY) -m booktools.maintain.notebooks refresh

@@ -14,15 +14,32 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+from packaging.version import Version
 
 BOOTSTRAP_TAG = "colab-bootstrap"
 
 # Colab ships these, built for its GPU runtime; reinstalling them would waste minutes and
 # could replace the CUDA build with one that does not match the driver.
 NEVER_INSTALL = {"torch", "torchvision"}
-# Needed to build the website and run the tests, not to run a chapter.
-BOOK_TOOLING = {"jupyter-book", "nbval", "pytest", "nbclient", "nbformat", "ipykernel", "setuptools", "pip"}
+# What the chapters import besides torch: installed at the pinned release where Colab has none.
+# Where Colab has one, it is kept (the book's code runs on Colab's numpy, pandas, matplotlib...),
+# except for AT_LEAST below.
+CHAPTER_PACKAGES = {
+    "numpy", "pandas", "matplotlib", "torchinfo", "duckdb", "sqlglot", "PyMySQL", "filelock",
+    "packaging", "PyYAML", "myst-nb",
+    "ninja", "setuptools",  # the extension's JIT build
+}
+# Upgraded to the pinned release when Colab's is older: the book needs the newer one (DuckDB's
+# MySQL-like settings, sqlglot's MySQL dialect, myst-nb's glue) and nothing of Colab's needs the old.
+AT_LEAST = {"duckdb", "sqlglot", "myst-nb"}
+# Needed to build the website and run the tests, not to run a chapter: never installed.
+BOOK_TOOLING = {
+    "pip", "jupyter-book", "sphinx-exercise", "sphinx-book-theme", "pydata-sphinx-theme", "playwright",
+    "ipykernel", "nbclient", "nbformat", "nbval", "pytest", "ruff", "ipython", "Pygments",
+}
 
 _TEMPLATE = '''\
 # Colab only: fetch the book's code and install what Colab lacks. Elsewhere: does nothing.
@@ -72,38 +89,47 @@ def pinned_requirements(requirements_file: Path) -> dict[str, str]:
     return pins
 
 
-def _installed(name: str) -> bool:
+def _installed_version(name: str) -> Version | None:
     try:
-        importlib.metadata.version(name)
+        return Version(importlib.metadata.version(name))
     except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
+        return None
 
 
-def missing_requirements(requirements_file: Path) -> list[str]:
-    """The pinned runtime requirements not installed at all (present ones are kept as they are)."""
-    return [
-        f"{name}=={version}"
-        for name, version in pinned_requirements(requirements_file).items()
-        if name.lower() not in NEVER_INSTALL | BOOK_TOOLING and not _installed(name)
-    ]
+def requirements_to_install(requirements_file: Path) -> list[str]:
+    """The pinned releases the bootstrap installs here: chapter packages that are missing, and
+    those of AT_LEAST that are older than the pin. Everything else is left as it is."""
+    wanted = []
+    for name, pin in pinned_requirements(requirements_file).items():
+        if name not in CHAPTER_PACKAGES:
+            continue
+        installed = _installed_version(name)
+        if installed is None or (name in AT_LEAST and installed < Version(pin)):
+            wanted.append(f"{name}=={pin}")
+    return wanted
 
 
 def finish_setup(book_dir: str | Path) -> list[str]:
-    """Install what this runtime lacks; called by the bootstrap cell on Colab. Returns what it installed.
+    """Install what this runtime lacks or has too old; called by the bootstrap cell on Colab.
+    Returns what it installed.
 
     The mylinearops extension (Part III) is not pip-installed here: that would cost every
     chapter a build. Instead `import mylinearops` finds the package in the clone and compiles it
     with its JIT build on first use (about a minute, then cached in ext/.jit-build/).
     """
     book_dir = Path(book_dir)
-    missing = missing_requirements(book_dir / "requirements.txt")
-    if missing:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
+    start = time.perf_counter()
+    wanted = requirements_to_install(book_dir / "requirements.txt")
+    if wanted:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *wanted], check=True)
         importlib.invalidate_caches()
     ext_dir = str(book_dir / "ext")
     if ext_dir not in sys.path:
         sys.path.insert(1, ext_dir)
+    # Child processes a chapter starts (python -c ..., a benchmark) import the same code.
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(book_dir), ext_dir, *inherited]))
     os.environ.setdefault("MYLINEAROPS_JIT", "1")
-    print(f"Book code in {book_dir}; installed: {', '.join(missing) or 'nothing'}")
-    return missing
+    took = time.perf_counter() - start
+    print(f"Book code in {book_dir}; installed: {', '.join(wanted) or 'nothing'} ({took:.0f} s)")
+    return wanted

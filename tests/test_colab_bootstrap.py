@@ -1,31 +1,30 @@
-"""The Colab bootstrap cell: silent elsewhere, and on (simulated) Colab it sets up a working runtime.
+"""The Colab bootstrap cell: silent elsewhere; on Colab, what it installs and what it sets.
 
-The end-to-end test builds a stand-in for Colab's runtime: a throwaway virtual environment that
-sees only the packages Colab ships (torch, torchvision, numpy, pandas, matplotlib, IPython:
-linked from this environment, so torch is reused, not reinstalled) plus a stand-in
-`google.colab` module. It then runs the bootstrap cell of the Tensors chapter with the
-repository URL pointed at a local clone, and runs the rest of the chapter's code.
+The bootstrap itself, run by every chapter on Colab's package versions, is exercised end to end
+by `make test-colab` (booktools/maintain/colab_runtime.py).
 """
 
-import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
-from importlib.metadata import PackageNotFoundError, distribution
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import nbformat
 import pytest
-from packaging.requirements import Requirement
+from packaging.version import Version
 
+from booktools import colab
 from booktools.colab import (
+    AT_LEAST,
     BOOK_TOOLING,
+    CHAPTER_PACKAGES,
     NEVER_INSTALL,
     bootstrap_cell_source,
-    missing_requirements,
     pinned_requirements,
+    requirements_to_install,
 )
 from booktools.maintain.notebooks import code_cells
 from booktools.paths import CHAPTERS_DIR, REPO_ROOT, REQUIREMENTS_FILE, repository_url
@@ -54,8 +53,68 @@ def test_requirements_are_all_pinned():
     assert {"torch", "torchvision", "jupyter-book", "nbval"} <= set(pins)
 
 
-def test_nothing_is_missing_in_the_book_environment():
-    assert missing_requirements(REQUIREMENTS_FILE) == []
+def test_nothing_to_install_in_the_book_environment():
+    assert requirements_to_install(REQUIREMENTS_FILE) == []
+
+
+def test_every_pin_has_one_role():
+    pins = set(pinned_requirements(REQUIREMENTS_FILE))
+    roles = [CHAPTER_PACKAGES, NEVER_INSTALL, BOOK_TOOLING]
+    assert set().union(*roles) == pins
+    assert sum(map(len, roles)) == len(pins), "a package is in two roles"
+    assert AT_LEAST <= CHAPTER_PACKAGES
+
+
+def test_what_chapters_import_the_bootstrap_provides():
+    """Every third-party module a chapter imports comes with Colab's torch or is a chapter package
+    (IPython and nbformat: every Jupyter kernel has them). A cell that handles the module's
+    absence (ImportError, find_spec) may import anything."""
+    stdlib = set(sys.stdlib_module_names)
+    owners = packages_distributions()
+    allowed = {n.lower() for n in CHAPTER_PACKAGES | NEVER_INSTALL | {"ipython", "nbformat"}}
+    unprovided = set()
+    for path in sorted(CHAPTERS_DIR.glob("*.ipynb")):
+        for cell in code_cells(nbformat.read(path, as_version=4)):
+            if re.search(r"ImportError|ModuleNotFoundError|find_spec", cell.source):
+                continue
+            for module in re.findall(r"^\s*(?:from|import)\s+(\w+)", cell.source, re.M):
+                if module in stdlib or module in ("booktools", "mylinearops", "google"):
+                    continue
+                dists = {d.lower() for d in owners.get(module, [module])}
+                if not dists & allowed:
+                    unprovided.add(f"{path.stem}: {module} ({', '.join(sorted(dists))})")
+    assert not unprovided, sorted(unprovided)
+
+
+@pytest.mark.parametrize(
+    ("installed", "expected"),
+    [
+        ({}, {"numpy==2.4.6", "duckdb==2.0.0", "myst-nb==1.4.0"}),  # none there: all pinned
+        ({"numpy": "2.1.3", "duckdb": "1.3.2", "myst-nb": "1.4.0"}, {"duckdb==2.0.0"}),  # only the floor
+        ({"numpy": "2.1.3", "duckdb": "2.1.0", "myst-nb": "1.4.0"}, set()),  # newer than the pin: kept
+    ],
+)
+def test_bootstrap_fills_gaps_and_raises_floors_only(tmp_path, monkeypatch, installed, expected):
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch==2.14.1\nnumpy==2.4.6\nduckdb==2.0.0\nmyst-nb==1.4.0\nnbval==0.11.0\n")
+    versions = {**installed, "torch": "2.11.0"}
+    monkeypatch.setattr(colab, "_installed_version", lambda name: Version(versions[name]) if name in versions else None)
+    assert set(requirements_to_install(req)) == expected
+
+
+def test_finish_setup_lets_child_processes_import_the_book(tmp_path, monkeypatch):
+    book = tmp_path / "book"
+    (book / "ext" / "some_ext").mkdir(parents=True)
+    (book / "ext" / "some_ext" / "__init__.py").write_text("NAME = 'from the clone'\n")
+    (book / "requirements.txt").write_text("")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    environ = {k: v for k, v in os.environ.items() if k != "MYLINEAROPS_JIT"} | {"PYTHONPATH": "/elsewhere"}
+    monkeypatch.setattr(os, "environ", environ)  # what finish_setup sets stays in this test
+    assert colab.finish_setup(book) == []
+    child = subprocess.run([sys.executable, "-c", "import some_ext; print(some_ext.NAME)"],
+                           capture_output=True, text=True, check=True, env=environ)
+    assert child.stdout == "from the clone\n"
+    assert os.environ["PYTHONPATH"].endswith(":/elsewhere") and os.environ["MYLINEAROPS_JIT"] == "1"
 
 
 def test_outside_colab_the_cell_prints_nothing_and_changes_nothing(tmp_path):
@@ -72,116 +131,3 @@ def test_outside_colab_the_cell_prints_nothing_and_changes_nothing(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "true\n" and result.stderr == ""
-
-
-def _distribution_closure(names):
-    """The installed distributions `names` need at run time, with their dependencies."""
-    found, stack = {}, list(names)
-    while stack:
-        try:
-            dist = distribution(stack.pop())
-        except PackageNotFoundError:  # an optional dependency that is not installed
-            continue
-        key = dist.metadata["Name"].lower().replace("_", "-")
-        if key in found:
-            continue
-        found[key] = dist
-        for line in dist.requires or []:
-            req = Requirement(line)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                stack.append(req.name)
-    return found
-
-
-def _link_simulated_colab_packages(target: Path):
-    """Symlink the files of Colab's preinstalled packages (from this environment) into target."""
-    target.mkdir()
-    for dist in _distribution_closure(COLAB_PREINSTALLED).values():
-        site = Path(dist.locate_file(""))
-        for top in {Path(f).parts[0] for f in dist.files or [] if not str(f).startswith("..")}:
-            if not (target / top).exists() and (site / top).exists():
-                (target / top).symlink_to(site / top)
-
-
-DRIVER = """
-import json, os, sys
-from IPython.core.interactiveshell import InteractiveShell
-
-cells = json.load(open(sys.argv[1]))
-shell = InteractiveShell.instance()
-for i, source in enumerate(cells):
-    result = shell.run_cell(source)
-    if not result.success:
-        raise SystemExit(f"cell {i} failed: {result.error_in_exec or result.error_before_exec!r}")
-import torch
-# Part III's chapters import the extension: on Colab it is compiled from the clone on first use.
-result = shell.run_cell("import mylinearops; print(mylinearops.matmul(torch.ones(2, 3), torch.ones(3, 4)))")
-if not result.success:
-    raise SystemExit(f"mylinearops failed: {result.error_in_exec!r}")
-mylinearops = shell.user_ns["mylinearops"]
-print("RESULT " + json.dumps({"torch_file": torch.__file__, "sys_path_0": sys.path[0],
-                              "mylinearops_file": mylinearops.__file__,
-                              "mylinearops_from": mylinearops._LOADED_FROM}))
-"""
-
-
-@pytest.mark.slow
-def test_bootstrap_on_simulated_colab(tmp_path):
-    clone = tmp_path / "origin"
-    subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
-
-    preinstalled = tmp_path / "colab-image"
-    _link_simulated_colab_packages(preinstalled)
-    colab_stub = tmp_path / "colab-stub"
-    (colab_stub / "google" / "colab").mkdir(parents=True)
-    (colab_stub / "google" / "colab" / "__init__.py").write_text("# stand-in for Colab's module\n")
-
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()
-    # After the venv's own site-packages, so what the bootstrap installs is found first.
-    Path(site, "simulated_colab.pth").write_text(f"{preinstalled}\n{colab_stub}\n")
-
-    cells = [c.source for c in code_cells(nbformat.read(CHAPTER, as_version=4))]
-    (tmp_path / "cells.json").write_text(json.dumps(cells))
-    (tmp_path / "driver.py").write_text(DRIVER)
-    content = tmp_path / "content"
-    content.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env.update(
-        BOOK_REPO=clone.as_uri(),
-        BOOK_DIR=str(content / "book"),
-        MPLBACKEND="Agg",
-        MYLINEAROPS_CUDA="0",  # the CPU kernels suffice to show the extension loads; CUDA would add minutes
-        PATH=f"{venv / 'bin'}:{env['PATH']}",
-    )
-    result = subprocess.run(
-        [python, "-c", "import google.colab, runpy, sys; sys.argv = sys.argv[1:]; "
-                       "runpy.run_path(sys.argv[0], run_name='__main__')",
-         str(tmp_path / "driver.py"), str(tmp_path / "cells.json")],
-        cwd=content, env=env, capture_output=True, text=True, timeout=900,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-
-    # The bootstrap cloned the book and installed exactly what the simulated Colab lacked...
-    assert (content / "book" / "booktools" / "colab.py").is_file()
-    installed = re.search(r"installed: (.*)", result.stdout)[1]
-    image = set(_distribution_closure(COLAB_PREINSTALLED))  # what the simulated Colab has
-    not_expected = NEVER_INSTALL | BOOK_TOOLING | image
-    expected = {
-        f"{n}=={v}" for n, v in pinned_requirements(REQUIREMENTS_FILE).items()
-        if n.lower().replace("_", "-") not in not_expected
-    }
-    assert expected and set(installed.split(", ")) == expected
-    # ...without touching torch, which still comes from the preinstalled image...
-    report = json.loads(result.stdout.split("RESULT ", 1)[1])
-    assert report["torch_file"].startswith(str(preinstalled))
-    # ...and the chapter ran against the clone, as does the extension (built by its JIT).
-    assert report["sys_path_0"] == str(content / "book")
-    assert report["mylinearops_file"].startswith(str(content / "book" / "ext"))
-    assert report["mylinearops_from"] == "jit"
-    assert "tensor([[3., 3., 3., 3.]," in result.stdout

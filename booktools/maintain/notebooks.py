@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -154,12 +155,36 @@ def _collect_outputs(kernel, msg_id, timeout):
     return coalesce_streams(outs), error
 
 
-def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT_S) -> nbformat.NotebookNode:
-    """Execute `path` as nbval would and return the notebook with fresh outputs."""
+def _start_kernel(kernel_name, kernel_specs, cwd, env):
+    """nbval's RunningKernel, started from another kernel spec with the given environment
+    (the Colab pass: a kernel of another venv, without this one's variables)."""
+    from jupyter_client.manager import KernelManager
+    from nbval.kernel import RunningKernel
+
+    kernel = RunningKernel.__new__(RunningKernel)  # its __init__ cannot pass an environment
+    kernel.km = KernelManager(kernel_name=kernel_name, kernel_spec_manager=kernel_specs)
+    kernel.km.start_kernel(cwd=str(cwd), env=env, stderr=subprocess.DEVNULL)
+    kernel.kc = kernel.km.client()
+    kernel.kc.start_channels()
+    kernel.kc.wait_for_ready(timeout=120)
+    kernel._ensure_iopub_up()
+    return kernel
+
+
+def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT_S, *, kernel_name=None, kernel_specs=None,
+                     cwd=None, env=None, stop_on_error=True) -> nbformat.NotebookNode:
+    """Execute `path` as nbval would and return the notebook with fresh outputs.
+
+    By default in this environment's kernel, in the notebook's folder, stopping at the first
+    cell that raises unexpectedly; the Colab pass names another kernel and runs every cell.
+    """
     from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
 
     nb = nbformat.read(path, as_version=4)
-    kernel = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(path.parent))
+    if kernel_name is None:
+        kernel = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(cwd or path.parent))
+    else:
+        kernel = _start_kernel(kernel_name, kernel_specs, cwd or path.parent, env)
     try:
         count = 0
         for cell in code_cells(nb):
@@ -173,7 +198,7 @@ def execute_notebook(path: Path, timeout: int = CELL_TIMEOUT_S) -> nbformat.Note
             for out in outputs:
                 if out.output_type == "execute_result":
                     out.execution_count = count
-            if error is not None and RAISES_TAG not in cell.metadata.get("tags", []):
+            if stop_on_error and error is not None and RAISES_TAG not in cell.metadata.get("tags", []):
                 tb = "\n".join(error.traceback)
                 raise RuntimeError(f"{path.name}: cell {count} raised {error.ename}: {error.evalue}\n{tb}")
     finally:
