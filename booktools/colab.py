@@ -89,6 +89,31 @@ def pinned_requirements(requirements_file: Path) -> dict[str, str]:
     return pins
 
 
+COLAB_FREEZE_DIR = Path(__file__).resolve().parents[1] / "data" / "colab"
+
+
+def freeze_file() -> Path:
+    """The committed copy of Colab's published package list that the book is tested on
+    (data/colab/pip-freeze.gpu.<commit>.txt, named with its googlecolab/backend-info commit)."""
+    files = sorted(COLAB_FREEZE_DIR.glob("pip-freeze.gpu.*.txt"))
+    if len(files) != 1:
+        raise FileNotFoundError(f"expected one Colab package list in {COLAB_FREEZE_DIR}, found {len(files)}")
+    return files[0]
+
+
+def colab_pins() -> dict[str, str]:
+    """name -> version on that Colab runtime (local versions like +cu128 dropped: PyPI has none)."""
+    pins = {}
+    for line in freeze_file().read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            if not sep:
+                raise ValueError(f"{freeze_file()}: expected 'name==version', got {line!r}")
+            pins[name] = version.split("+", 1)[0]
+    return pins
+
+
 def _installed_version(name: str) -> Version | None:
     try:
         return Version(importlib.metadata.version(name))

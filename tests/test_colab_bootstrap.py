@@ -131,3 +131,12 @@ def test_outside_colab_the_cell_prints_nothing_and_changes_nothing(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "true\n" and result.stderr == ""
+
+
+def test_the_tested_colab_runtime_names_its_source():
+    freeze = colab.freeze_file()
+    commit = freeze.name.split(".")[2]
+    assert re.search(rf"backend-info, commit {commit}[0-9a-f]{{28}}[\s#]*\(\d{{4}}-\d\d-\d\d", freeze.read_text())
+    pins = colab.colab_pins()
+    assert {"torch", "torchvision", "numpy", "pandas", "ipykernel", "pip"} <= set(pins)
+    assert all(re.fullmatch(r"[0-9][0-9A-Za-z.]*", v) for v in pins.values()), pins

@@ -29,11 +29,10 @@ from pathlib import Path
 
 import nbformat
 
-from booktools.colab import BOOTSTRAP_TAG
+from booktools.colab import BOOTSTRAP_TAG, colab_pins, freeze_file
 from booktools.maintain.notebooks import RAISES_TAG, all_notebooks, code_cells, execute_notebook, is_ignored
-from booktools.paths import DATA_DIR, REPO_ROOT
+from booktools.paths import REPO_ROOT
 
-FREEZE_DIR = DATA_DIR / "colab"
 BUILD_DIR = REPO_ROOT / "_build" / "colab"
 VENV_DIR = BUILD_DIR / "venv"
 KERNEL_NAME = "colab-runtime"
@@ -43,27 +42,6 @@ SANITIZE_CFG = REPO_ROOT / "tests" / "nbval_sanitize.cfg"
 # constrains their dependencies. (jedi: IPython 7.34 needs it; Colab's freeze does not list it.)
 TOP_LEVEL = ("torch", "torchvision", "numpy", "pandas", "matplotlib", "duckdb", "sqlglot", "filelock",
              "packaging", "setuptools", "PyYAML", "pillow", "ipykernel", "ipython", "jupyter_client", "jedi")
-
-
-def freeze_file() -> Path:
-    """The committed copy of Colab's package list (named with its source commit)."""
-    files = sorted(FREEZE_DIR.glob("pip-freeze.gpu.*.txt"))
-    if len(files) != 1:
-        raise FileNotFoundError(f"expected one Colab package list in {FREEZE_DIR}, found {len(files)}")
-    return files[0]
-
-
-def colab_pins(path: Path | None = None) -> dict[str, str]:
-    """name -> version from the freeze (local versions like +cu128 dropped: PyPI has none)."""
-    pins = {}
-    for line in (path or freeze_file()).read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, sep, version = line.partition("==")
-            if not sep:
-                raise ValueError(f"{path}: expected 'name==version', got {line!r}")
-            pins[name] = version.split("+", 1)[0]
-    return pins
 
 
 def _python_313() -> str:
@@ -96,7 +74,7 @@ def make_venv() -> None:
         return
     shutil.rmtree(VENV_DIR, ignore_errors=True)
     subprocess.run([_python_313(), "-m", "venv", str(VENV_DIR)], check=True)
-    pins = colab_pins(freeze)
+    pins = colab_pins()
     pip = [str(venv_python()), "-m", "pip", "--disable-pip-version-check", "install", "--quiet"]
     constraints = BUILD_DIR / "constraints.txt"
     constraints.write_text("".join(f"{n}=={v}\n" for n, v in pins.items()))
