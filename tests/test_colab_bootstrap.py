@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 from importlib.metadata import packages_distributions
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -27,7 +26,7 @@ from booktools.colab import (
     requirements_to_install,
 )
 from booktools.maintain.notebooks import code_cells
-from booktools.paths import CHAPTERS_DIR, REPO_ROOT, REQUIREMENTS_FILE, repository_url
+from booktools.paths import CHAPTERS_DIR, REQUIREMENTS_FILE, repository_url
 
 COLAB_PREINSTALLED = ["torch", "torchvision", "numpy", "pandas", "matplotlib", "ipython"]
 CHAPTER = CHAPTERS_DIR / "tensors.ipynb"

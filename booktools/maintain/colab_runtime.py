@@ -65,24 +65,44 @@ def venv_python() -> Path:
     return VENV_DIR / "bin" / "python"
 
 
+def _pip(*args: str) -> list[str]:
+    return [str(venv_python()), "-m", "pip", "--disable-pip-version-check", *args]
+
+
+def _installed() -> str:
+    return subprocess.run(_pip("freeze", "--all"), capture_output=True, text=True, check=True).stdout
+
+
 def make_venv() -> None:
-    """Create (or bring up to date) the venv; a stamp holds the freeze it was made from."""
+    """Create the venv, or bring it back to what it was made with: a run's bootstrap installs
+    into it, and the next run must start from Colab's packages again."""
     freeze = freeze_file()
-    stamp = VENV_DIR / ".colab-freeze"
-    if stamp.is_file() and stamp.read_text() == freeze.read_text():
-        print(f"{VENV_DIR.relative_to(REPO_ROOT)}: up to date with {freeze.name}")
+    stamp, made_with = VENV_DIR / ".colab-freeze", VENV_DIR / ".installed"
+    constraints = BUILD_DIR / "constraints.txt"
+    start = time.perf_counter()
+    if stamp.is_file() and stamp.read_text() == freeze.read_text() and made_with.is_file():
+        now, then = _installed(), made_with.read_text()
+        if now == then:
+            print(f"{VENV_DIR.relative_to(REPO_ROOT)}: as made from {freeze.name}")
+            return
+        added = {line.split("==")[0] for line in now.splitlines()} - {line.split("==")[0] for line in then.splitlines()}
+        if added:
+            subprocess.run(_pip("uninstall", "--quiet", "--yes", *sorted(added)), check=True)
+        subprocess.run(_pip("install", "--quiet", "-c", str(constraints), *TOP_LEVEL), check=True)
+        if _installed() != then:
+            raise RuntimeError(f"could not restore {VENV_DIR}: remove it and run again")
+        print(f"{VENV_DIR.relative_to(REPO_ROOT)}: restored ({', '.join(sorted(added)) or 'versions'}) "
+              f"in {time.perf_counter() - start:.0f} s")
         return
     shutil.rmtree(VENV_DIR, ignore_errors=True)
     subprocess.run([_python_313(), "-m", "venv", str(VENV_DIR)], check=True)
     pins = colab_pins()
-    pip = [str(venv_python()), "-m", "pip", "--disable-pip-version-check", "install", "--quiet"]
-    constraints = BUILD_DIR / "constraints.txt"
     constraints.write_text("".join(f"{n}=={v}\n" for n, v in pins.items()))
-    start = time.perf_counter()
-    subprocess.run([*pip, f"pip=={pins['pip']}"], check=True)
-    subprocess.run([*pip, "-c", str(constraints), *TOP_LEVEL], check=True)
+    subprocess.run(_pip("install", "--quiet", f"pip=={pins['pip']}"), check=True)
+    subprocess.run(_pip("install", "--quiet", "-c", str(constraints), *TOP_LEVEL), check=True)
     _install_colab_stand_in()
     stamp.write_text(freeze.read_text())
+    made_with.write_text(_installed())
     print(f"made {VENV_DIR.relative_to(REPO_ROOT)} from {freeze.name} in {time.perf_counter() - start:.0f} s")
 
 
@@ -226,8 +246,7 @@ def kernel_environment(content: Path, book_repo: str) -> dict:
 def run(chapters: list[Path]) -> int:
     from jupyter_client.kernelspec import KernelSpecManager
 
-    if not (VENV_DIR / ".colab-freeze").is_file():
-        make_venv()
+    make_venv()
     workdir = BUILD_DIR / "runtime"
     shutil.rmtree(workdir, ignore_errors=True)
     content = workdir / "content"  # Colab's working directory
