@@ -33,6 +33,7 @@ STUDY_PLAN = {
 BEYOND_THE_PLAN = [1633, 1211, 1084]
 
 RUNS = [pytest.param(p, id=f"{p.number}-{p.name}") for p in lc.PROBLEMS]
+PANDAS_3 = int(pd.__version__.split(".")[0]) >= 3
 
 
 def test_the_plans_thirty_problems_in_its_sections_and_order():
@@ -72,6 +73,13 @@ def test_cases_match_the_schema_and_have_answers(problem):
             assert list(frame.columns) == [c.name for c in schema.columns]
             assert {c: str(t) for c, t in frame.dtypes.items()} == {c: str(t) for c, t in schema.dtypes().items()}
             assert len(frame) <= 30, "case tables stay small enough to read"
+        for text, numbers, _ in lc.table_kinds():  # NULL stays missing in every kind of table
+            for name, frame in problem.tables(case, text, numbers).items():
+                default = problem.tables(case)[name]
+                pd.testing.assert_frame_equal(frame.isna(), default.isna())
+                assert not frame.isin(["nan", "None", "<NA>"]).any().any(), (case, name, text, numbers)
+                if numbers == "numpy":
+                    assert set(frame.select_dtypes("number").dtypes.astype(str)) <= {"int64", "float64"}
         answers = problem.expected(case)
         assert [a["params"] for a in answers] == list(problem.params), case
         for answer in answers:
@@ -99,7 +107,7 @@ def test_a_wrong_answer_fails_with_the_first_differing_row(problem):
         if problem.modifies:  # the answer is the changed table: change it once more, in place
             table = args[list(problem.schemas).index(problem.modifies)]
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", pd.errors.Pandas4Warning)
+                warnings.filterwarnings("ignore", "The inplace keyword", DeprecationWarning)
                 table.drop(index=table.index[-1], inplace=True)
             return result
         if len(result):
@@ -152,6 +160,35 @@ def test_checker_runs_leetcodes_object_columns_too():
         return never[["name"]].rename(columns={"name": "Customers"})
 
     lc.check(183, find_customers)  # right on both kinds of column
+
+
+def test_table_kinds_follow_the_installed_pandas():
+    kinds = [kind[:2] for kind in lc.table_kinds()]
+    if PANDAS_3:
+        assert kinds == [("str", "nullable"), ("object", "nullable"), ("object", "numpy")]
+    else:  # pandas 2: object is already the default for text
+        assert kinds == [("object", "nullable"), ("object", "numpy")]
+
+
+def test_missing_text_is_null_in_object_columns_not_the_text_nan():
+    """1527 without na=False: fine on str columns, an error where NULL is None (LeetCode)."""
+    def find_patients(patients: pd.DataFrame) -> pd.DataFrame:
+        return patients.loc[patients["conditions"].str.contains(r"(?:^| )DIAB1")]
+
+    kind = " with object text columns \\(as on LeetCode\\)" if PANDAS_3 else ""
+    with pytest.raises(CheckFailed, match=rf"on the book's tables{kind} it raised ValueError: Cannot mask"):
+        lc.check(1527, find_patients)
+
+
+def test_checker_runs_leetcodes_numpy_numbers_too():
+    """`is pd.NA` finds NULL only in Int64 columns; LeetCode's int64/float64 ones hold NaN."""
+    def rearrange_products_table(products: pd.DataFrame) -> pd.DataFrame:
+        long = products.melt(id_vars="product_id", var_name="store", value_name="price")
+        return long[[price is not pd.NA for price in long["price"]]]
+
+    with pytest.raises(CheckFailed, match=r"on the statement's example with .*int64/float64 numbers, NULL as NaN "
+                                          r"\(as on LeetCode\): the row \(1, 'store2', None\) should not be there"):
+        lc.check(1795, rearrange_products_table)
 
 
 def test_ordered_problems_report_the_first_row_out_of_order():

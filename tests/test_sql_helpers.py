@@ -4,11 +4,18 @@ import datetime
 import decimal
 import socket
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+import sqlglot
 
 from booktools import sql
+from booktools.paths import REPO_ROOT
+from booktools.sql import engines
+
+PANDAS_MAJOR = int(pd.__version__.split(".")[0])
+TEXT = "str" if PANDAS_MAJOR >= 3 else "object"  # the dtype pandas gives text
 
 WORLD = pd.DataFrame({
     "name": pd.array(["Chad", "Fiji", "Peru"], dtype="str"),
@@ -55,6 +62,45 @@ def test_average_of_a_comparison_counts_ones():
 def test_integer_division_by_zero_is_null_as_in_mysql():
     assert sql.transpile("SELECT 7 DIV 0") == ["SELECT 7 // 0"]  # no rewrite: a DuckDB setting
     assert sql.run("SELECT 7 DIV 0 AS q, 7 / 0 AS r, -7 DIV 2 AS t").iloc[0].tolist() == [None, None, -3]
+
+
+@pytest.fixture
+def fresh_duckdb_settings():
+    sql.duckdb_settings.cache_clear()
+    yield
+    sql.duckdb_settings.cache_clear()
+
+
+def test_duckdb_gets_the_settings_it_knows(fresh_duckdb_settings):
+    known = {name for (name,) in duckdb.sql("SELECT name FROM duckdb_settings()").fetchall()}
+    assert sql.duckdb_settings() == {k: v for k, v in sql.DUCKDB_AS_MYSQL.items() if k in known}
+    if int(duckdb.__version__.split(".")[0]) >= 2:  # 2.0 raises on `7 // 0` unless told not to
+        assert sql.duckdb_settings() == sql.DUCKDB_AS_MYSQL
+    else:  # 1.x has no such setting; its `7 // 0` is NULL anyway (1.3.2)
+        assert "error_on_division_by_zero" not in sql.duckdb_settings()
+
+
+def test_unknown_duckdb_setting_is_left_out_only_where_duckdb_acts_like_mysql(monkeypatch, fresh_duckdb_settings):
+    monkeypatch.setitem(engines.DUCKDB_AS_MYSQL, "no_such_setting", True)
+    monkeypatch.setitem(engines._MYSQL_BEHAVIOUR, "no_such_setting", "SELECT NULL")
+    assert "no_such_setting" not in sql.duckdb_settings()
+    assert sql.run("SELECT 1 AS one")["one"].tolist() == [1]
+    sql.duckdb_settings.cache_clear()
+    monkeypatch.setitem(engines._MYSQL_BEHAVIOUR, "no_such_setting", "SELECT 1")
+    with pytest.raises(sql.SQLError, match=r"has no setting no_such_setting and does not behave like MySQL"):
+        sql.run("SELECT 1 AS one")
+
+
+def test_old_sqlglot_is_named_instead_of_an_attribute_error(monkeypatch):
+    monkeypatch.setattr(sqlglot, "__version__", "25.20.2")  # Colab's, which lacks exp.Block
+    with pytest.raises(sql.PackageTooOldError, match=r"needs sqlglot 30\.30\.0 or newer; this is sqlglot 25\.20\.2"):
+        sql.run("SELECT 1")
+
+
+def test_sqlglot_floor_is_the_release_requirements_pin():
+    lines = (REPO_ROOT / "requirements.txt").read_text(encoding="utf-8").split()
+    pins = dict(line.split("==") for line in lines if "==" in line)
+    assert pins["sqlglot"] == sql.SQLGLOT_FLOOR
 
 
 def test_multi_table_delete_becomes_delete_using():
@@ -149,7 +195,8 @@ def test_schema_parsing_and_dtypes():
         "CREATE TABLE U (a INT, b INT NOT NULL, PRIMARY KEY (a))"
     )
     t, u = schemas["T"], schemas["U"]
-    assert t.dtypes() == {"id": "int64", "n": "Int64", "s": "str", "e": pd.CategoricalDtype(["Y", "N"]),
+    assert sql.default_string_dtype() == TEXT
+    assert t.dtypes() == {"id": "int64", "n": "Int64", "s": TEXT, "e": pd.CategoricalDtype(["Y", "N"]),
                           "d": "datetime64[ns]", "x": "Float64"}
     assert t.dtypes(string_dtype="object")["s"] == "object"
     assert [c.nullable for c in u.columns] == [False, False]
@@ -161,9 +208,14 @@ def test_csv_reading_null_token_and_empty_string(tmp_path):
     path = tmp_path / "T.csv"
     path.write_text("id,n,s\n1,NULL,\n2,5,NA\n3,6,NULL\n")
     frame = sql.read_csv_table(path, schema)
-    assert frame.dtypes.astype(str).tolist() == ["int64", "Int64", "str"]
+    assert frame.dtypes.astype(str).tolist() == ["int64", "Int64", TEXT]
     assert frame["n"].isna().tolist() == [True, False, False]
-    assert frame["s"].tolist()[:2] == ["", "NA"] and pd.isna(frame["s"].iloc[2])
+    assert frame["s"].tolist()[:2] == ["", "NA"] and pd.isna(frame["s"].iloc[2])  # NULL, not 'nan'
+    as_leetcode = sql.read_csv_table(path, schema, "object", numbers="numpy")
+    assert as_leetcode.dtypes.astype(str).tolist() == ["int64", "float64", "object"]
+    assert as_leetcode["s"].tolist() == ["", "NA", None] and np.isnan(as_leetcode["n"].iloc[0])
+    with pytest.raises(ValueError, match="numbers must be one of"):
+        sql.read_csv_table(path, schema, numbers="Int64")
     path.write_text("id,s,n\n1,a,2\n")
     with pytest.raises(ValueError, match="do not match the schema"):
         sql.read_csv_table(path, schema)
@@ -183,8 +235,10 @@ def test_result_frame_keeps_what_the_engine_returned():
         (1, 0.5, decimal.Decimal("1.50"), "x", True, datetime.date(2024, 1, 2)),
         (None, None, None, None, None, None),
     ])
-    assert frame.dtypes.astype(str).tolist() == ["Int64", "float64", "object", "str", "boolean", "object"]
+    assert frame.dtypes.astype(str).tolist() == ["Int64", "float64", "object", TEXT, "boolean", "object"]
     assert frame["d"].iloc[0] == decimal.Decimal("1.50")
+    assert frame["s"].isna().tolist() == [False, True]  # NULL, not the text 'None'
+
 
 
 # --------------------------------------------------------------------------- comparison

@@ -107,10 +107,12 @@ class Problem:
             raise KeyError(f"problem {self.number} has no case {case!r}; cases: {', '.join(self.cases)}")
         return self.folder if case == BOOK else self.folder / case
 
-    def tables(self, case: str = EXAMPLE, string_dtype: str = "str") -> dict[str, pd.DataFrame]:
-        """The input tables of a case, in the order of the function's arguments."""
+    def tables(self, case: str = EXAMPLE, string_dtype: str | None = None,
+               numbers: str = "nullable") -> dict[str, pd.DataFrame]:
+        """The input tables of a case, in the order of the function's arguments (dtypes as in
+        sql.read_csv_table: by default pandas' own text dtype and Int64/Float64 numbers)."""
         where = self.case_dir(case)
-        return {name: sql.read_csv_table(where / f"{name}.csv", schema, string_dtype)
+        return {name: sql.read_csv_table(where / f"{name}.csv", schema, string_dtype, numbers)
                 for name, schema in self.schemas.items()}
 
     def expected(self, case: str = EXAMPLE) -> list[dict]:
@@ -282,12 +284,29 @@ def _runs(problem: Problem):
             yield case, answer
 
 
+def table_kinds() -> list[tuple[str, str, str]]:
+    """How `check` builds a case's tables, one run each: (text dtype, numbers, what a failure
+    message adds). LeetCode's text columns are object, NULL as None; its numbers are Int64 in
+    its statements and int64/float64 with NaN in the DataFrames it builds: both are run. On
+    pandas 3, whose default for text is `str`, that default is run first (pandas 2's is object)."""
+    default = sql.default_string_dtype()
+    kinds = []
+    for text, numbers in ((default, "nullable"), ("object", "nullable"), ("object", "numpy")):
+        if any((text, numbers) == kind[:2] for kind in kinds):
+            continue
+        words = [] if text == default else ["object text columns"]
+        words += [] if numbers == "nullable" else ["int64/float64 numbers, NULL as NaN"]
+        kinds.append((text, numbers, f" with {' and '.join(words)} (as on LeetCode)" if words else ""))
+    return kinds
+
+
 def check(key, function: Callable) -> None:
     """Run a pandas solution on every case of its problem and compare with the expected answers.
 
     Prints one line if it gives every answer, or raises CheckFailed naming the first case and
-    the first row that differ. Each case runs twice: with pandas' default string columns and
-    with object columns, which is how LeetCode builds its DataFrames.
+    the first row that differ. Each case runs once per kind of table in `table_kinds()`: with
+    LeetCode's object text columns, with Int64 and with int64/float64 numbers, and on pandas 3
+    also with its default `str` columns.
     """
     problem = get(key)
     if not callable(function):
@@ -299,16 +318,15 @@ def check(key, function: Callable) -> None:
                         f"{function.__name__}{inspect.signature(function)} cannot take that") from None
     who = f"{problem.number} {problem.title}, {function.__name__} (pandas)"
     for case, answer in _runs(problem):
-        for dtype in ("str", "object"):
+        for string_dtype, numbers, kind in table_kinds():
+            where = f"on {_case_label(problem, case, answer['params'])}{kind}"
             try:
-                got = run_pandas(problem, function, problem.tables(case, dtype), answer["params"])
+                got = run_pandas(problem, function, problem.tables(case, string_dtype, numbers), answer["params"])
             except Exception as err:  # the reader's code: any error is a finding, reported as one line
-                fail(who, f"on {_case_label(problem, case, answer['params'])} it raised "
-                          f"{type(err).__name__}: {err}")
+                fail(who, f"{where} it raised {type(err).__name__}: {err}")
             difference = first_difference(answer, got, problem.ordered)
             if difference:
-                columns = "" if dtype == "str" else " with object columns (as on LeetCode)"
-                fail(who, f"on {_case_label(problem, case, answer['params'])}{columns}: {difference}")
+                fail(who, f"{where}: {difference}")
     print(f"{who}: passed ({_summary(problem)})")
 
 

@@ -8,7 +8,8 @@ MariaDB). Everything is importable from `booktools.sql` itself.
 Two engines run the same MySQL text:
 
 - embedded (the default, nothing to install or start): DuckDB, after sqlglot has transpiled
-  the MySQL text to DuckDB's dialect (plus four small fixes and two settings, see `transpile`);
+  the MySQL text to DuckDB's dialect (plus four small fixes and two settings, see `transpile`
+  and `duckdb_settings`);
 - a MySQL-compatible server (MySQL or MariaDB), natively, when the environment variable
   BOOK_MYSQL_URL holds a URL such as mysql://root@127.0.0.1:3306/ . Each engine object works
   in a scratch database of its own, which it creates and drops.
@@ -34,12 +35,16 @@ from booktools.sql.errors import (  # noqa: F401
     UnknownTableError,
     SQLSyntaxError,
     ServerUnavailableError,
+    PackageTooOldError,
     ResultMismatch,
 )
 from booktools.sql.schemas import (  # noqa: F401
     INTEGER_TYPES,
     FLOAT_TYPES,
     STRING_TYPES,
+    NUMBERS,
+    default_string_dtype,
+    text_column,
     Column,
     TableSchema,
     parse_schema,
@@ -48,6 +53,8 @@ from booktools.sql.schemas import (  # noqa: F401
 )
 from booktools.sql.transpile import (  # noqa: F401
     FIXES,
+    SQLGLOT_FLOOR,
+    require_sqlglot,
     duckdb_statements,
     format_sql,
     transpile,
@@ -58,6 +65,7 @@ from booktools.sql.engines import (  # noqa: F401
     result_frame,
     Engine,
     DUCKDB_AS_MYSQL,
+    duckdb_settings,
     DuckDBEngine,
     MySQLServerEngine,
     open_engine,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+import functools
 import math
 import os
 import re
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 from sqlglot import exp
 from booktools.sql.errors import SQLError, SQLSyntaxError, ServerUnavailableError, UnknownTableError
-from booktools.sql.schemas import TableSchema, schema_from_frame
+from booktools.sql.schemas import TableSchema, schema_from_frame, text_column
 from booktools.sql.transpile import duckdb_statements, referenced_tables, transpile
 
 
@@ -47,8 +48,9 @@ def _rows(frame: pd.DataFrame, schema: TableSchema) -> list[tuple]:
 
 def result_frame(columns: list[str], rows: list[tuple]) -> pd.DataFrame:
     """A query result as a DataFrame that shows what the engine returned: integers stay
-    integers (Int64 when there are NULLs), floats are float64, text is str, and Decimal and
-    date values are kept as the Python objects the driver returned."""
+    integers (Int64 when there are NULLs), floats are float64, text is pandas' default string
+    dtype (str on pandas 3, object on pandas 2; NULL stays missing), and Decimal and date
+    values are kept as the Python objects the driver returned."""
     frame = pd.DataFrame([tuple(r) for r in rows], columns=range(len(columns)), dtype=object)
     for i in range(len(columns)):
         values = [v for v in frame[i] if v is not None]
@@ -61,7 +63,7 @@ def result_frame(columns: list[str], rows: list[tuple]) -> pd.DataFrame:
         elif all(isinstance(v, float) for v in values):
             frame[i] = frame[i].astype("float64")
         elif all(isinstance(v, str) for v in values):
-            frame[i] = frame[i].astype("str")
+            frame[i] = text_column(frame[i])
     frame.columns = list(columns)
     return frame
 
@@ -116,6 +118,35 @@ class Engine:
 # DuckDB settings that give MySQL's behaviour without rewriting the SQL: `x DIV 0` and `x / 0`
 # are NULL, and NULLs sort first in ascending order, last in descending order.
 DUCKDB_AS_MYSQL = {"error_on_division_by_zero": False, "default_null_order": "nulls_first_on_asc_last_on_desc"}
+# For each setting, a query whose one value is NULL where DuckDB behaves like MySQL.
+_MYSQL_BEHAVIOUR = {
+    "error_on_division_by_zero": "SELECT 7 // 0",
+    "default_null_order": "SELECT a FROM (VALUES (1), (NULL)) AS t(a) ORDER BY a LIMIT 1",
+}
+
+
+@functools.cache
+def duckdb_settings() -> dict:
+    """The settings of DUCKDB_AS_MYSQL that the installed DuckDB knows, which the engine uses.
+
+    A setting DuckDB does not know is left out if DuckDB already behaves like MySQL without it:
+    DuckDB 1.3.2 (Colab's runtime) has no error_on_division_by_zero and gives NULL for `7 // 0`;
+    DuckDB 2.0 raises an error there unless the setting is false. Otherwise: SQLError.
+    """
+    import duckdb
+
+    with duckdb.connect(":memory:") as con:
+        known = {name for (name,) in con.execute("SELECT name FROM duckdb_settings()").fetchall()}
+        for name in DUCKDB_AS_MYSQL.keys() - known:
+            try:
+                like_mysql = con.execute(_MYSQL_BEHAVIOUR[name]).fetchall() == [(None,)]
+            except duckdb.Error:
+                like_mysql = False
+            if not like_mysql:
+                raise SQLError(f"DuckDB {duckdb.__version__} has no setting {name} and does not behave "
+                               f"like MySQL without it ({_MYSQL_BEHAVIOUR[name]} is not NULL); "
+                               "install the DuckDB release that requirements.txt pins")
+    return {name: value for name, value in DUCKDB_AS_MYSQL.items() if name in known}
 
 
 class DuckDBEngine(Engine):
@@ -129,7 +160,7 @@ class DuckDBEngine(Engine):
         super().__init__()
         self._duckdb = duckdb
         # One thread: rows of an unordered result then come back in the same order every run.
-        self.con = duckdb.connect(":memory:", config={"threads": 1, **DUCKDB_AS_MYSQL})
+        self.con = duckdb.connect(":memory:", config={"threads": 1, **duckdb_settings()})
 
     def _create(self, schema, rows):
         (ddl,) = transpile(schema.mysql_ddl())

@@ -25,6 +25,10 @@ class ServerUnavailableError(SQLError):
     """BOOK_MYSQL_URL is set but no server answers there."""
 
 
+class PackageTooOldError(RuntimeError):
+    """An installed package is older than Part IV needs; the message names the release."""
+
+
 class ResultMismatch(AssertionError):
     """Two results that should be equal are not."""
 

@@ -18,6 +18,23 @@ from sqlglot import exp
 INTEGER_TYPES = {"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"}
 FLOAT_TYPES = {"DECIMAL", "FLOAT", "DOUBLE"}
 STRING_TYPES = {"CHAR", "VARCHAR", "TEXT"}
+NUMBERS = ("nullable", "numpy")  # Int64/Float64 with pd.NA, or int64/float64 with NaN
+
+
+def default_string_dtype() -> str:
+    """The dtype the installed pandas gives text: "str" from pandas 3 on, "object" before."""
+    return "object" if pd.Series(["a"]).dtype == object else "str"
+
+
+def text_column(values: pd.Series, string_dtype: str | None = None) -> pd.Series:
+    """Text values as a column of `string_dtype` (None: pandas' default), missing values kept
+    missing: None in an object column (as LeetCode builds it), never the text 'nan' or 'None'
+    that astype(str) makes of them on pandas 2."""
+    dtype = string_dtype or default_string_dtype()
+    if dtype in ("object", object):
+        values = values.astype(object)
+        return values.where(values.notna(), None)
+    return values.astype(dtype)
 
 
 @dataclass(frozen=True)
@@ -30,15 +47,16 @@ class Column:
     def base_type(self) -> str:
         return re.match(r"[A-Z]+", self.mysql_type.upper())[0]
 
-    def pandas_dtype(self, string_dtype: str = "str"):
-        """The pandas dtype for this column: nullable (Int64, Float64) where NULL is allowed."""
+    def pandas_dtype(self, string_dtype: str | None = None):
+        """The pandas dtype for this column: nullable (Int64, Float64) where NULL is allowed;
+        text as `string_dtype` (None: the installed pandas' default, see default_string_dtype)."""
         base = self.base_type
         if base in INTEGER_TYPES:
             return "Int64" if self.nullable else "int64"
         if base in FLOAT_TYPES:
             return "Float64" if self.nullable else "float64"
         if base in STRING_TYPES:
-            return string_dtype
+            return string_dtype or default_string_dtype()
         if base == "ENUM":
             return pd.CategoricalDtype(re.findall(r"'((?:[^']|'')*)'", self.mysql_type))
         if base == "DATE":
@@ -58,7 +76,7 @@ class TableSchema:
             cols.append("PRIMARY KEY (" + ", ".join(f"`{k}`" for k in self.primary_key) + ")")
         return f"CREATE TABLE `{self.name}` (" + ", ".join(cols) + ")"
 
-    def dtypes(self, string_dtype: str = "str") -> dict:
+    def dtypes(self, string_dtype: str | None = None) -> dict:
         return {c.name: c.pandas_dtype(string_dtype) for c in self.columns}
 
 
@@ -115,9 +133,16 @@ def schema_from_frame(name: str, frame: pd.DataFrame) -> TableSchema:
     return TableSchema(name, tuple(columns))
 
 
-def read_csv_table(path: str | Path, schema: TableSchema, string_dtype: str = "str") -> pd.DataFrame:
+def read_csv_table(path: str | Path, schema: TableSchema, string_dtype: str | None = None,
+                   numbers: str = "nullable") -> pd.DataFrame:
     """Read one table written as CSV: a header row with the schema's column names, and the
-    literal text NULL for a missing value (an empty field is an empty string)."""
+    literal text NULL for a missing value (an empty field is an empty string).
+
+    Text columns get `string_dtype` (None: pandas' default; "object": None for NULL). Number
+    columns are Int64/Float64 (numbers="nullable"), or NumPy's int64/float64 with NaN for NULL
+    (numbers="numpy"; an integer column with a NULL is then float64)."""
+    if numbers not in NUMBERS:
+        raise ValueError(f"numbers must be one of {NUMBERS}, got {numbers!r}")
     path = Path(path)
     raw = pd.read_csv(path, dtype=object, keep_default_na=False, na_values=["NULL"])
     expected = [c.name for c in schema.columns]
@@ -131,11 +156,13 @@ def read_csv_table(path: str | Path, schema: TableSchema, string_dtype: str = "s
         dtype = column.pandas_dtype(string_dtype)
         base = column.base_type
         if base in INTEGER_TYPES or base in FLOAT_TYPES:
+            if numbers == "numpy":
+                dtype = "int64" if base in INTEGER_TYPES and values.notna().all() else "float64"
             frame[column.name] = pd.to_numeric(values).astype(dtype)
         elif base == "DATE":
             frame[column.name] = pd.to_datetime(values, format="%Y-%m-%d").astype(dtype)
+        elif base in STRING_TYPES:
+            frame[column.name] = text_column(values, dtype)
         else:
             frame[column.name] = values.astype(dtype)
     return frame
-
-

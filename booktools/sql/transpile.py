@@ -6,14 +6,28 @@ from __future__ import annotations
 import re
 
 import sqlglot
+from packaging.version import Version
 from sqlglot import exp
-from booktools.sql.errors import SQLSyntaxError
+from booktools.sql.errors import PackageTooOldError, SQLSyntaxError
+
+# The sqlglot release the book's translations are tested with (requirements.txt pins it). Older
+# ones translate differently or fail: 25.20.2 (Colab's) has no exp.Block.
+SQLGLOT_FLOOR = "30.30.0"
+
+
+def require_sqlglot() -> None:
+    """Raise PackageTooOldError, naming the release needed, if the installed sqlglot is older."""
+    if Version(sqlglot.__version__) < Version(SQLGLOT_FLOOR):
+        raise PackageTooOldError(f"Part IV's MySQL needs sqlglot {SQLGLOT_FLOOR} or newer; this is sqlglot "
+                                 f"{sqlglot.__version__}: pip install 'sqlglot>={SQLGLOT_FLOOR}', then "
+                                 "restart the kernel")
 
 
 
 
 # --------------------------------------------------------------------------- transpilation
 def _parse_mysql(mysql: str) -> list[exp.Expression]:
+    require_sqlglot()
     try:
         statements = [s for s in sqlglot.parse(mysql, read="mysql") if s is not None]
     except sqlglot.errors.ParseError as err:
@@ -116,7 +130,8 @@ def transpile(mysql: str, fixes: bool = True, pretty: bool = False) -> list[str]
     escape character (backslash) when the pattern may contain one; LENGTH counts bytes, as in
     MySQL (DuckDB's STRLEN); AVG/SUM of a comparison count it as 1 or 0; and MySQL's
     multi-table DELETE becomes DuckDB's DELETE ... USING. Division by zero and NULL ordering
-    are DuckDB settings (DUCKDB_AS_MYSQL).
+    are DuckDB settings (DUCKDB_AS_MYSQL, as far as the installed DuckDB knows them:
+    engines.duckdb_settings).
     """
     return [text for _, text in duckdb_statements(mysql, fixes, pretty)]
 
