@@ -90,9 +90,9 @@ ORDER BY score DESC
 
 def delete_duplicate_emails(person: pd.DataFrame) -> None:
     # LeetCode checks `person` itself after the call, so rows must go in place. pandas 3.1
-    # deprecates inplace=True for methods that change the shape (PDEP-8); we do it knowingly.
+    # deprecates inplace=True here (PDEP-8, a DeprecationWarning); pandas 2 does not warn.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pd.errors.Pandas4Warning)
+        warnings.filterwarnings("ignore", "The inplace keyword", DeprecationWarning)
         person.sort_values("id", inplace=True)
         person.drop_duplicates(subset="email", keep="first", inplace=True)
 
