@@ -20,15 +20,15 @@ from booktools import sql
 from booktools.checkers import CheckFailed
 from booktools.paths import CHAPTERS_DIR, REPO_ROOT
 
-# LeetCode's "30 Days of Pandas", section by section, in the plan's order (../shared/REFERENCES.md
-# and https://leetcode.com/studyplan/30-days-of-pandas/).
+# LeetCode's "30 Days of Pandas", section by section, in the plan's order
+# (https://leetcode.com/studyplan/30-days-of-pandas/; 1693 ends "Data aggregation" there).
 STUDY_PLAN = {
     "Data filtering": [595, 1757, 183, 1148],
     "String methods": [1683, 1873, 1667, 1517, 1527],
     "Data manipulation": [177, 176, 184, 178, 196, 1795],
     "Statistics": [2082, 1173, 1907],
-    "Data aggregation": [1741, 511, 2356, 596, 586, 1484],
-    "Data integration": [1693, 1050, 1378, 1280, 570, 607],
+    "Data aggregation": [1741, 511, 2356, 596, 586, 1484, 1693],
+    "Data integration": [1050, 1378, 1280, 570, 607],
 }
 BEYOND_THE_PLAN = [1633, 1211, 1084]
 
@@ -139,6 +139,31 @@ def test_checker_names_the_case_the_row_and_the_trap():
         lc.check(595, lambda world: world[["nme"]])
 
 
+def test_a_wrong_value_shows_the_missing_row_and_the_unexpected_one():
+    """Rows compared in any order: a changed value is one missing row and one extra row."""
+    expected = {"columns": ["a", "b"], "rows": [[1, "x"], [2, "y"]]}
+    got = pd.DataFrame({"a": [2, 1], "b": ["y", "z"]})
+    assert lc.first_difference(expected, got, ordered=False) == (
+        "the expected row (1, 'x') is missing; the row (1, 'z') should not be there")
+
+    def big_countries(world: pd.DataFrame) -> pd.DataFrame:  # every population off by one
+        big = (world["area"] >= 3_000_000) | (world["population"] >= 25_000_000)
+        return world.loc[big, ["name", "population", "area"]].assign(population=lambda t: t["population"] + 1)
+
+    with pytest.raises(CheckFailed, match=r"the expected row \('Afghanistan', 25500100, 652230\) is missing; "
+                                          r"the row \('Afghanistan', 25500101, 652230\) should not be there "
+                                          r"\(2 more differences\)$"):
+        lc.check(595, big_countries)
+
+
+def test_an_error_names_the_kind_of_table_it_ran_on():
+    """The first run uses pandas' default text dtype; an error there names it too."""
+    default = sql.default_string_dtype()
+    with pytest.raises(CheckFailed, match=rf"on the statement's example with {default} text columns "
+                                          r"it raised KeyError"):
+        lc.check(595, lambda world: world[["nme"]])
+
+
 def test_checker_rejects_what_leetcode_would_not_call_or_accept():
     with pytest.raises(TypeError, match=r"LeetCode calls find_customers\(customers, orders\)"):
         lc.check(183, lambda customers: customers)
@@ -175,7 +200,7 @@ def test_missing_text_is_null_in_object_columns_not_the_text_nan():
     def find_patients(patients: pd.DataFrame) -> pd.DataFrame:
         return patients.loc[patients["conditions"].str.contains(r"(?:^| )DIAB1")]
 
-    kind = " with object text columns \\(as on LeetCode\\)" if PANDAS_3 else ""
+    kind = " with object text columns" + (" \\(as on LeetCode\\)" if PANDAS_3 else "")
     with pytest.raises(CheckFailed, match=rf"on the book's tables{kind} it raised ValueError: Cannot mask"):
         lc.check(1527, find_patients)
 

@@ -162,11 +162,11 @@ PROBLEMS = [
     Problem(1741, "Find Total Time Spent by Each Employee", 5, "total_time"),
     Problem(511, "Game Play Analysis I", 5, "game_analysis"),
     Problem(2356, "Number of Unique Subjects Taught by Each Teacher", 5, "count_unique_subjects"),
-    Problem(596, "Classes More Than 5 Students", 5, "find_classes"),
+    Problem(596, "Classes With at Least 5 Students", 5, "find_classes"),
     Problem(586, "Customer Placing the Largest Number of Orders", 5, "largest_orders"),
     Problem(1484, "Group Sold Products By The Date", 5, "categorize_products", ordered=True),
+    Problem(1693, "Daily Leads and Partners", 5, "daily_leads_and_partners"),
     # 6. Data integration
-    Problem(1693, "Daily Leads and Partners", 6, "daily_leads_and_partners"),
     Problem(1050, "Actors and Directors Who Cooperated At Least Three Times", 6, "actors_and_directors"),
     Problem(1378, "Replace Employee ID With The Unique Identifier", 6, "replace_employee_id"),
     Problem(1280, "Students and Examinations", 6, "students_and_examinations", ordered=True),
@@ -264,11 +264,11 @@ def first_difference(expected: dict, got: pd.DataFrame, ordered: bool) -> str | 
     extra = sorted((Counter(have) - Counter(want)).elements(), key=sql.row_sort_key)
     if not missing and not extra:
         return None
-    more = len(missing) + len(extra) - 1
+    shown = [f"the expected row {_row(missing[0])} is missing"] if missing else []
+    shown += [f"the row {_row(extra[0])} should not be there"] if extra else []
+    more = len(missing) + len(extra) - len(shown)
     tail = f" ({more} more difference{'s' if more != 1 else ''})" if more else ""
-    if missing:
-        return f"the expected row {_row(missing[0])} is missing{tail}"
-    return f"the row {_row(extra[0])} should not be there{tail}"
+    return "; ".join(shown) + tail
 
 
 def _case_label(problem: Problem, case: str, params: dict) -> str:
@@ -323,7 +323,8 @@ def check(key, function: Callable) -> None:
             try:
                 got = run_pandas(problem, function, problem.tables(case, string_dtype, numbers), answer["params"])
             except Exception as err:  # the reader's code: any error is a finding, reported as one line
-                fail(who, f"{where} it raised {type(err).__name__}: {err}")
+                dtype = "" if kind else f" with {string_dtype} text columns"  # errors often depend on it
+                fail(who, f"{where}{dtype} it raised {type(err).__name__}: {err}")
             difference = first_difference(answer, got, problem.ordered)
             if difference:
                 fail(who, f"{where}: {difference}")

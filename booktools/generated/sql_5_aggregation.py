@@ -79,6 +79,20 @@ GROUP BY sell_date
 ORDER BY sell_date
 """
 
+def daily_leads_and_partners(daily_sales: pd.DataFrame) -> pd.DataFrame:
+    return daily_sales.groupby(["date_id", "make_name"], as_index=False).agg(
+        unique_leads=("lead_id", "nunique"),
+        unique_partners=("partner_id", "nunique"),
+    )
+
+DAILY_LEADS_AND_PARTNERS_SQL = """
+SELECT date_id, make_name,
+       COUNT(DISTINCT lead_id) AS unique_leads,
+       COUNT(DISTINCT partner_id) AS unique_partners
+FROM DailySales
+GROUP BY date_id, make_name
+"""
+
 def queries_stats(queries: pd.DataFrame) -> pd.DataFrame:
     per_result = queries.assign(
         quality=queries["rating"] / queries["position"],
