@@ -414,8 +414,10 @@ def toy_backend(log: list):
 
     library = torch.library.Library("aten", "IMPL")
     library.impl("convolution", convolution, "PrivateUse1")
+    # Not _IncludeDispatchKeyGuard: in torch 2.11 it leaves PrivateUse1 switched on.
+    with_toy_key = normal_keys[0].add(torch._C.DispatchKey.PrivateUse1)
     try:
-        with torch._C._IncludeDispatchKeyGuard(torch._C.DispatchKey.PrivateUse1):
+        with torch._C._ForceDispatchKeyGuard(with_toy_key, normal_keys[1]):
             yield
     finally:
         library._destroy()  # unregisters the kernel
