@@ -6,6 +6,8 @@ compiled against. This module provides what they need, built on first use and ca
 
 - ``other_torch_python()``: the Python of a virtual environment with a different torch release
   (``OTHER_TORCH``, override with ``BOOK_OTHER_TORCH``) and the extension's test requirements;
+  it raises ``OtherTorchUnavailable`` where that environment cannot be made (on Colab, say), and
+  ``other_torch_python_or_none()`` returns None there instead;
 - ``regular_library()``: the regular-ABI build's ``_C*.so`` (CPU only), for the pinned torch;
 - ``build_wheel(abi, cuda)``: a wheel of the extension (regular or stable ABI), cached by the
   hash of its sources, the torch it is built against and the switches;
@@ -65,15 +67,31 @@ def _pinned(name: str) -> str:
     return f"{name}=={pins[name.lower()]}" if name.lower() in pins else name
 
 
+class OtherTorchUnavailable(RuntimeError):
+    """The environment with torch ``OTHER_TORCH`` cannot be made on this machine."""
+
+
+# Why the environment could not be made, once this process has tried: pip is not asked again.
+_unavailable: str | None = None
+
+
 def other_torch_python() -> Path:
-    """The Python of a venv with torch ``OTHER_TORCH`` (created on first use, about a minute)."""
+    """The Python of a venv with torch ``OTHER_TORCH`` (created on first use, about a minute).
+    Raises OtherTorchUnavailable where it cannot be made: the default release is a CPU-only
+    wheel that these machines' pip finds locally, for their Python only."""
+    global _unavailable
+    if _unavailable is not None:
+        raise OtherTorchUnavailable(_unavailable)
     venv = other_torch_dir()
     python = venv / "bin" / "python"
     stamp = venv / ".complete"
     with _lock(venv.name):
         if stamp.exists():
             return python
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        made = subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], capture_output=True, text=True)
+        if made.returncode != 0:
+            _unavailable = f"could not create a virtual environment at {venv}:\n{made.stderr[-2000:]}"
+            raise OtherTorchUnavailable(_unavailable)
         requirements = [f"torch=={OTHER_TORCH}", *(_pinned(name) for name in TEST_REQUIREMENTS)]
         result = subprocess.run(
             [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
@@ -81,12 +99,21 @@ def other_torch_python() -> Path:
             text=True,
         )
         if result.returncode != 0:
-            raise RuntimeError(
+            _unavailable = (
                 f"could not install torch=={OTHER_TORCH} into {venv} (set BOOK_OTHER_TORCH to "
                 f"another release >= 2.10 that pip can find here):\n{result.stderr[-2000:]}"
             )
+            raise OtherTorchUnavailable(_unavailable)
         stamp.write_text(OTHER_TORCH + "\n")
     return python
+
+
+def other_torch_python_or_none() -> Path | None:
+    """other_torch_python(), or None where that environment cannot be made."""
+    try:
+        return other_torch_python()
+    except OtherTorchUnavailable:
+        return None
 
 
 def regular_library() -> Path:
