@@ -103,15 +103,7 @@ def freeze_file() -> Path:
 
 def colab_pins() -> dict[str, str]:
     """name -> version on that Colab runtime (local versions like +cu128 dropped: PyPI has none)."""
-    pins = {}
-    for line in freeze_file().read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            name, sep, version = line.partition("==")
-            if not sep:
-                raise ValueError(f"{freeze_file()}: expected 'name==version', got {line!r}")
-            pins[name] = version.split("+", 1)[0]
-    return pins
+    return {name: version.split("+", 1)[0] for name, version in pinned_requirements(freeze_file()).items()}
 
 
 def _installed_version(name: str) -> Version | None:
