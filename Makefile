@@ -30,7 +30,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: print-cpu-kernel-chapters setup book serve mathjax format test test-fast test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch test-colab wheel refresh notebook sync check bench clean
+.PHONY: print-cpu-kernel-chapters setup book serve mathjax format test test-fast test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch test-colab colab-venv wheel refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -54,6 +54,16 @@ SSE_GEMM := ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_C
 # capped runs (test-avx2, test-sse-gemm) execute again: all but Part IV's, which import no torch
 # (tests/test_ci.py checks that every chapter left out imports neither torch nor mylinearops).
 CPU_KERNEL_CHAPTERS := $(filter-out chapters/sql_%,$(wildcard chapters/*.ipynb))
+
+# make test and the capped runs spread their test files over JOBS pytest workers (pytest-xdist):
+# one notebook's cells stay on one worker, in one kernel. JOBS=0 runs them in one process.
+# OpenMP threads that wait at a barrier sleep instead of spinning: with two workers of two
+# threads each on two cores, a spinning thread holds the core its partner needs (a small conv
+# net's training step took 2.4x as long as alone; sleeping, 1.6x for two at once). The thread
+# count, and so every result, stays as it is.
+JOBS ?= 2
+WORKERS := -n $(JOBS) --dist loadfile
+PARALLEL := OMP_WAIT_POLICY=PASSIVE
 
 setup: $(STAMP) $(EXT_STAMP)
 
@@ -83,7 +93,7 @@ serve:
 	$(PY) -m http.server --bind 127.0.0.1 --directory _build/html $${PORT:-8000}
 
 test: setup
-	$(PY) -m pytest
+	$(PARALLEL) $(PY) -m pytest $(WORKERS)
 
 # The contributors' loop, about two minutes: everything but the tests marked slow (notebooks,
 # builds of the extension or the website, the browser). It tests the extension as `make setup`
@@ -95,13 +105,13 @@ test-fast: setup
 test-avx2: setup
 	@if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then \
 	    echo "$(AVX2_ONLY) pytest $(CPU_KERNEL_CHAPTERS)"; \
-	    $(AVX2_ONLY) $(PY) -m pytest $(CPU_KERNEL_CHAPTERS); \
+	    $(AVX2_ONLY) $(PARALLEL) $(PY) -m pytest $(WORKERS) $(CPU_KERNEL_CHAPTERS); \
 	else \
 	    echo "test-avx2: skipped: this CPU has no AVX-512, so the AVX2 cap changes no kernel (make test ran them)"; \
 	fi
 
 test-sse-gemm: setup
-	$(SSE_GEMM) $(PY) -m pytest $(CPU_KERNEL_CHAPTERS)
+	$(SSE_GEMM) $(PARALLEL) $(PY) -m pytest $(WORKERS) $(CPU_KERNEL_CHAPTERS)
 
 # For tests/test_ci.py: the chapters the capped runs execute.
 print-cpu-kernel-chapters:
@@ -147,9 +157,11 @@ test-other-torch: setup
 # (data/colab/pip-freeze.gpu.<commit>.txt, in a Python 3.13 venv under _build/colab/), through
 # its own bootstrap cell. Fails if a cell raises whose lesson is not an error; prints how the
 # outputs differ from the stored ones, by kind. CHAPTERS=... runs only those.
-test-colab: setup
-	$(PY) -m booktools.maintain.colab_runtime venv
+test-colab: colab-venv
 	$(PY) -m booktools.maintain.colab_runtime run $(CHAPTERS)
+
+colab-venv: setup
+	$(PY) -m booktools.maintain.colab_runtime venv
 
 refresh: setup
 	$(PY) -m booktools.maintain.notebooks refresh

@@ -38,7 +38,7 @@ AT_LEAST = {"duckdb", "sqlglot", "myst-nb"}
 # Needed to build the website and run the tests, not to run a chapter: never installed.
 BOOK_TOOLING = {
     "pip", "jupyter-book", "sphinx-exercise", "sphinx-book-theme", "pydata-sphinx-theme", "playwright",
-    "ipykernel", "nbclient", "nbformat", "nbval", "pytest", "ruff", "ipython", "Pygments",
+    "ipykernel", "nbclient", "nbformat", "nbval", "pytest", "pytest-xdist", "ruff", "ipython", "Pygments",
 }
 
 _TEMPLATE = '''\

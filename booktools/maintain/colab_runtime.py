@@ -11,7 +11,9 @@
 
 One runtime serves all chapters (as when a reader opens chapter after chapter in one Colab
 session): the clone, the packages the bootstrap installed and the extension's JIT build are
-made by the first chapter and reused by the rest.
+made by the first chapter and reused by the rest. After the first, chapters run two at a time
+(LANES), the longest of the last run first: no output is compared strictly here, so sharing
+the CPU changes no verdict, and a build step or kernel start of one overlaps the other's work.
 """
 
 from __future__ import annotations
@@ -25,17 +27,25 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 
 from booktools.colab import BOOTSTRAP_TAG, colab_pins, freeze_file
-from booktools.maintain.notebooks import RAISES_TAG, all_notebooks, code_cells, execute_notebook, is_ignored
+from booktools.maintain.notebooks import (
+    RAISES_TAG,
+    all_notebooks,
+    code_cells,
+    execute_notebook,
+    is_ignored,
+)
 from booktools.paths import REPO_ROOT
 
 BUILD_DIR = REPO_ROOT / "_build" / "colab"
 VENV_DIR = BUILD_DIR / "venv"
 KERNEL_NAME = "colab-runtime"
+LANES = 2  # chapters run at once after the first
 PYTHON_VERSION = "3.13"
 SANITIZE_CFG = REPO_ROOT / "tests" / "nbval_sanitize.cfg"
 # What the venv needs beyond the freeze's pins to be a runtime at all; the rest of the freeze
@@ -239,6 +249,9 @@ def kernel_environment(content: Path, book_repo: str) -> dict:
         # The CPU kernels show the extension builds and loads; nvcc would add minutes per build.
         MYLINEAROPS_CUDA="0",
         PIP_CONFIG_FILE=os.devnull,  # pip as on Colab: PyPI, not this machine's settings
+        # Two chapters share the cores (LANES): OpenMP threads sleep at a barrier instead of
+        # spinning on a core the other kernel's threads need. Scheduling only; no result changes.
+        OMP_WAIT_POLICY="PASSIVE",
     )
     return env
 
@@ -257,33 +270,48 @@ def run(chapters: list[Path]) -> int:
         [str(venv_python()), "-c", "import sys, torch, pandas, numpy; print(sys.version.split()[0], "
          "torch.__version__, pandas.__version__, numpy.__version__)"], capture_output=True, text=True, env=env)
     print(f"Colab runtime ({freeze_file().name}): Python, torch, pandas, numpy = {versions.stdout.strip()}")
-    reports, failed = {}, False
-    for path in chapters:
+
+    def run_one(path: Path) -> dict:
         start = time.perf_counter()
         fresh = execute_notebook(path, kernel_name=KERNEL_NAME, kernel_specs=specs, cwd=content, env=env,
                                  stop_on_error=False)
         report = compare(nbformat.read(path, as_version=4), fresh)
         report["seconds"] = round(time.perf_counter() - start, 1)
-        reports[path.stem] = report
-        failed |= bool(report["raised"] or report["did_not_raise"])
         _print_chapter(path.stem, report)
+        return report
+
+    # The first chapter alone: its bootstrap clones the book and installs into the venv.
+    first, rest = chapters[:1], _longest_first(chapters[1:])
+    reports = {path.stem: run_one(path) for path in first}
+    with ThreadPoolExecutor(LANES) as lanes:
+        reports |= dict(zip((p.stem for p in rest), lanes.map(run_one, rest)))
+    failed = any(r["raised"] or r["did_not_raise"] for r in reports.values())
+    reports = dict(sorted(reports.items()))
     (BUILD_DIR / "report.json").write_text(json.dumps(reports, indent=1))
     print(f"{len(chapters)} chapters; report: {(BUILD_DIR / 'report.json').relative_to(REPO_ROOT)}")
     return 1 if failed else 0
 
 
+def _longest_first(chapters: list[Path]) -> list[Path]:
+    """By the seconds each took in the last run's report (unknown ones first, in their order)."""
+    try:
+        last = {name: r["seconds"] for name, r in json.loads((BUILD_DIR / "report.json").read_text()).items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        last = {}
+    return sorted(chapters, key=lambda p: -last.get(p.stem, float("inf")))
+
+
 def _print_chapter(name: str, r: dict) -> None:
-    print(f"{name}: {r['cells']} cells in {r['seconds']:.0f} s; raised {len(r['raised'])}; outputs: "
-          f"same {r['same']}, formatting {r['formatting']}, numbers {r['numbers']}, text {len(r['text'])}, "
-          f"not compared {r['not compared']}", flush=True)
+    """One print per chapter, so that two lanes' reports do not interleave."""
+    lines = [f"{name}: {r['cells']} cells in {r['seconds']:.0f} s; raised {len(r['raised'])}; outputs: "
+             f"same {r['same']}, formatting {r['formatting']}, numbers {r['numbers']}, text {len(r['text'])}, "
+             f"not compared {r['not compared']}"]
     if r.get("bootstrap", "").strip():
-        print(f"  bootstrap: {r['bootstrap'].strip()}")
-    for e in r["raised"]:
-        print(f"  RAISED cell {e['cell']}: {e['error']}")
-    for i in r["did_not_raise"]:
-        print(f"  DID NOT RAISE cell {i} (its lesson is an error)")
-    for t in r["text"]:
-        print(f"  text differs, cell {t['cell']}: {t['first difference']}")
+        lines.append(f"  bootstrap: {r['bootstrap'].strip()}")
+    lines += [f"  RAISED cell {e['cell']}: {e['error']}" for e in r["raised"]]
+    lines += [f"  DID NOT RAISE cell {i} (its lesson is an error)" for i in r["did_not_raise"]]
+    lines += [f"  text differs, cell {t['cell']}: {t['first difference']}" for t in r["text"]]
+    print("\n".join(lines), flush=True)
 
 
 def main(argv=None) -> int:
