@@ -72,9 +72,12 @@ def test_ignored_output_share_is_small_overall():
 
 
 def part_chapters(caption_prefix: str) -> list:
+    """The notebooks of the parts whose caption starts so (a page in markdown, such as the
+    appendix on the book's checks, is no chapter with code)."""
     toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return [REPO_ROOT / f"{ch['file']}.ipynb" for part in toc["parts"] if part["caption"].startswith(caption_prefix)
-            for ch in part["chapters"]]
+    pages = [REPO_ROOT / ch["file"] for part in toc["parts"] if part["caption"].startswith(caption_prefix)
+             for ch in part["chapters"]]
+    return [page.with_suffix(".ipynb") for page in pages if not page.with_suffix(".md").is_file()]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
