@@ -12,7 +12,7 @@
 #   make test-avx512-emulated      the extension's tests on its AVX-512 micro-kernels, emulated (SIMDe)
 #   make test-other-torch          the stable-ABI wheel's tests under another torch release (2.13)
 #   make test-colab                every chapter on Colab's published runtime (its Python and package versions)
-#   make wheel                     build the extension's wheels into dist/ (stable ABI and regular)
+#   make wheel                     build the extension's wheels into dist/ (stable ABI and regular; CPU, and CUDA where nvcc is)
 #   make refresh                   re-execute all notebooks and store their outputs
 #   make notebook NB=chapters/tensors.ipynb   execute one notebook, store and check its outputs
 #   make sync                      rewrite the Colab bootstrap cells; write booktools/generated/ from `#| export` cells
@@ -57,12 +57,14 @@ CPU_KERNEL_CHAPTERS := $(filter-out chapters/sql_%,$(wildcard chapters/*.ipynb))
 
 # make test and the capped runs spread their test files over JOBS pytest workers (pytest-xdist):
 # one notebook's cells stay on one worker, in one kernel. JOBS=0 runs them in one process.
+# Files are handed out in collection order, which puts the longest first
+# (booktools/maintain/pytest_longest_first.py), not xdist's default (most tests first).
 # OpenMP threads that wait at a barrier sleep instead of spinning: with two workers of two
 # threads each on two cores, a spinning thread holds the core its partner needs (a small conv
 # net's training step took 2.4x as long as alone; sleeping, 1.6x for two at once). The thread
 # count, and so every result, stays as it is.
 JOBS ?= 2
-WORKERS := -n $(JOBS) --dist loadfile
+WORKERS := -n $(JOBS) --dist loadfile --no-loadscope-reorder
 PARALLEL := OMP_WAIT_POLICY=PASSIVE
 
 setup: $(STAMP) $(EXT_STAMP)
@@ -70,7 +72,7 @@ setup: $(STAMP) $(EXT_STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet "$$(grep -E '^pip==' requirements.txt)"  # the pinned pip first
-	$(PIP) install --quiet -r requirements.txt
+	$(PIP) install --quiet --no-compile -r requirements.txt  # modules compile on first import
 	$(PIP) install --quiet --no-deps --no-build-isolation --editable .
 	touch $@
 
@@ -146,8 +148,13 @@ test-avx512-emulated: setup
 
 # The wheels to distribute (ext/README.md says which to use when): the stable-ABI one, for
 # every torch >= 2.10 on CPython >= 3.9, and the regular one, for exactly the installed torch.
-# With CUDA kernels where MYLINEAROPS_CUDA says (auto: if nvcc and a CUDA torch are found).
+# Each with CPU kernels only, which load under a CPU or a CUDA build of torch, and again with
+# CUDA kernels where MYLINEAROPS_CUDA says (auto: if nvcc and a CUDA torch are found); a CUDA
+# wheel needs a CUDA build of torch. The CPU wheels are the ones the chapter "Shipping the
+# extension" and tests/test_shipping.py use, from the same cache (_build/wheels/).
 wheel: setup
+	$(PY) -m booktools.shipping wheel --abi stable --cuda 0
+	$(PY) -m booktools.shipping wheel --abi regular --cuda 0
 	$(PY) -m booktools.shipping wheel --abi stable --cuda $${MYLINEAROPS_CUDA:-auto}
 	$(PY) -m booktools.shipping wheel --abi regular --cuda $${MYLINEAROPS_CUDA:-auto}
 

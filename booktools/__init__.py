@@ -2,8 +2,10 @@
 
 Notebooks import from here instead of pasting set-up code into every chapter:
 
-    from booktools import setup_notebook, expect_error
+    from booktools import setup_notebook, expect_error, glue
     setup_notebook()
+
+(`glue` is myst-nb's, or where myst-nb is missing a stand-in that shows the value.)
 
 In layers, each module with one job:
 
@@ -17,7 +19,7 @@ In layers, each module with one job:
   Part IV's expected answers), which readers never call.
 """
 
-from booktools.notebook import expect_error, setup_notebook
+from booktools.notebook import expect_error, glue, setup_notebook
 from booktools.paths import DATA_DIR, REPO_ROOT
 
-__all__ = ["DATA_DIR", "REPO_ROOT", "expect_error", "setup_notebook"]
+__all__ = ["DATA_DIR", "REPO_ROOT", "expect_error", "glue", "setup_notebook"]

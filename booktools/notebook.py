@@ -77,3 +77,21 @@ def expect_error(*error_types: type[BaseException]):
     else:
         names = ", ".join(t.__name__ for t in error_types)
         raise AssertionError(f"expected {names}, but the block ran without error")
+
+
+try:
+    from myst_nb import glue
+except ImportError:  # Jupyter without the book's tools: nothing stores the value for the page
+
+    def glue(name: str, variable, display: bool = True) -> None:
+        """Stand-in for myst-nb's `glue`: show the value here, since no page will.
+
+        The markdown then shows the placeholder ({glue:text}`name`) instead of the value,
+        so a value glued without being displayed is printed with its name.
+        """
+        if display:
+            from IPython.display import display as show
+
+            show(variable)
+        else:
+            print(f"{name}: {variable}")

@@ -79,6 +79,12 @@ def _pip(*args: str) -> list[str]:
     return [str(venv_python()), "-m", "pip", "--disable-pip-version-check", *args]
 
 
+def _pip_install(*args: str) -> list[str]:
+    # --no-compile: byte-compiling every installed module is most of an install's CPU time
+    # (torch: 25 of 34 s); Python compiles what a chapter imports when it first imports it.
+    return _pip("install", "--quiet", "--no-compile", *args)
+
+
 def _installed() -> str:
     return subprocess.run(_pip("freeze", "--all"), capture_output=True, text=True, check=True).stdout
 
@@ -98,7 +104,7 @@ def make_venv() -> None:
         added = {line.split("==")[0] for line in now.splitlines()} - {line.split("==")[0] for line in then.splitlines()}
         if added:
             subprocess.run(_pip("uninstall", "--quiet", "--yes", *sorted(added)), check=True)
-        subprocess.run(_pip("install", "--quiet", "-c", str(constraints), *TOP_LEVEL), check=True)
+        subprocess.run(_pip_install("-c", str(constraints), *TOP_LEVEL), check=True)
         if _installed() != then:
             raise RuntimeError(f"could not restore {VENV_DIR}: remove it and run again")
         print(f"{VENV_DIR.relative_to(REPO_ROOT)}: restored ({', '.join(sorted(added)) or 'versions'}) "
@@ -108,8 +114,8 @@ def make_venv() -> None:
     subprocess.run([_python_313(), "-m", "venv", str(VENV_DIR)], check=True)
     pins = colab_pins()
     constraints.write_text("".join(f"{n}=={v}\n" for n, v in pins.items()))
-    subprocess.run(_pip("install", "--quiet", f"pip=={pins['pip']}"), check=True)
-    subprocess.run(_pip("install", "--quiet", "-c", str(constraints), *TOP_LEVEL), check=True)
+    subprocess.run(_pip_install(f"pip=={pins['pip']}"), check=True)
+    subprocess.run(_pip_install("-c", str(constraints), *TOP_LEVEL), check=True)
     _install_colab_stand_in()
     stamp.write_text(freeze.read_text())
     made_with.write_text(_installed())

@@ -145,13 +145,11 @@ def test_jit_build_and_reload(tmp_path):
     # The notebook path: compile from source with torch.utils.cpp_extension.load
     # into a persistent directory; a second process finds nothing to rebuild.
     # CPU-only to keep the test quick (the CUDA sources are covered by the build).
+    # The default build directory, which the chapters' JIT builds use too: whichever
+    # comes first compiles, and torch's lock file there makes the other wait for it.
     env = dict(os.environ)
-    env.update(
-        MYLINEAROPS_JIT="1",
-        MYLINEAROPS_CUDA="0",
-        MYLINEAROPS_SOURCE_DIR=str(EXT_DIR),
-        MYLINEAROPS_BUILD_DIR=str(EXT_DIR / ".jit-build" / "tests"),
-    )
+    env.pop("MYLINEAROPS_BUILD_DIR", None)
+    env.update(MYLINEAROPS_JIT="1", MYLINEAROPS_CUDA="0", MYLINEAROPS_SOURCE_DIR=str(EXT_DIR))
     library, _ = _jit_import(env)
     built_at = library.stat().st_mtime
     start = time.perf_counter()
