@@ -131,7 +131,13 @@ def test_fma_loop_reports_the_work_it_did():
 
 def test_fma_peak_and_clock_are_measured():
     isas = mylinearops.build_info()["cpu_microkernels"]
-    peaks = {isa: mylinearops.fma_peak_gflops(isa, 1, seconds=0.01) for isa in isas}
+    # A peak is the best a core can do: take the best of rounds that alternate the ISAs, so
+    # that another process holding the core (CI builds beside these tests) slows one round
+    # of one ISA, not the comparison (a single round once read avx2 28.1 vs generic 27.4).
+    peaks = dict.fromkeys(isas, 0.0)
+    for _ in range(5):
+        for isa in isas:
+            peaks[isa] = max(peaks[isa], mylinearops.fma_peak_gflops(isa, 1, seconds=0.01))
     assert all(p > 0 for p in peaks.values())
     if "avx2" in peaks:  # 8-wide FMAs against 4-wide multiply + add: well over 1.3x
         assert peaks["avx2"] > 1.3 * peaks["generic"]
