@@ -3,9 +3,9 @@
 The stable-ABI wheel must call into libtorch only through its C shim (no C++ symbol of
 torch) and carry the tags and requirements that let pip install it for any torch >= 2.10;
 the regular wheel must say it needs exactly the torch it was built against. That the stable
-wheel computes under another torch release is `make test-other-torch` (the extension's whole
-suite there, in CI); that the regular one fails to load there, with an undefined symbol, the
-chapter "Shipping the extension" shows.
+wheel computes under another torch release, and that the regular one fails to load there with
+an undefined symbol, the chapter "Shipping the extension" shows (`make test-other-torch` runs the
+extension's whole suite there).
 """
 
 from __future__ import annotations
