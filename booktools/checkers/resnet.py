@@ -5,7 +5,8 @@ torchvision's with the same arguments (stride 1 without a projection, stride 2 w
 `downsample` projection that `_make_layer` would give it), compare their parameter names and
 shapes, load torchvision's weights into the reader's block with `strict=True`, and compare the
 outputs on random images. BatchNorm gets random statistics first: a fresh BatchNorm in eval mode
-is the identity, and a comparison could not see one that is missing or misplaced.
+only divides by sqrt(1 + eps), too close to the identity for a comparison within float tolerance
+to see one that is missing or misplaced.
 """
 
 from __future__ import annotations

@@ -444,9 +444,10 @@ def randomize_batchnorm(
 ) -> nn.Module:
     """Give every BatchNorm random affine parameters and running statistics, in place.
 
-    A fresh BatchNorm in eval mode is the identity (mean 0, variance 1, weight 1, bias 0),
-    so a comparison of two networks would not notice BatchNorms that are missing, swapped or
-    misplaced. After this, each one computes a different affine map.
+    A fresh BatchNorm in eval mode (mean 0, variance 1, weight 1, bias 0) only divides by
+    sqrt(1 + eps), too close to the identity for a comparison of two networks within float
+    tolerance to notice BatchNorms that are missing, swapped or misplaced. After this, each
+    one computes a different affine map.
     """
     with torch.no_grad():
         for m in model.modules():

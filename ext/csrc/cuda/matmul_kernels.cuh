@@ -40,9 +40,9 @@ __global__ void matmul_naive_kernel(GemmArgs<T> g) {
 
 // [book:cuda-coalesced-kernel]
 // The fix is one line: let threadIdx.x walk the *columns*. With 32 x 8
-// blocks a warp is one row of C and 32 consecutive columns, so its loads of
-// B (row p, columns col..col+31) and its stores to C are each one contiguous
-// 128-byte transaction, and its loads of A are a single broadcast address.
+// blocks a warp is one row of C and 32 consecutive columns. For float and a
+// row-major B, its loads of B (row p, columns col..col+31) and its stores to C
+// are each 128 contiguous bytes; its loads of A are one broadcast address.
 constexpr int kCoalescedBlockX = 32, kCoalescedBlockY = 8; // x: columns, y: rows
 
 template <typename T>
