@@ -97,11 +97,11 @@ serve:
 test: setup
 	$(PARALLEL) $(PY) -m pytest $(WORKERS)
 
-# The contributors' loop, about two minutes: everything but the tests marked slow (notebooks,
-# builds of the extension or the website, the browser). It tests the extension as `make setup`
-# last built it (rebuilt first only if its sources changed).
+# The contributors' loop, about a minute: everything but the tests marked slow (notebooks,
+# builds of the extension or the website, the browser), on the same workers as make test. It
+# tests the extension as `make setup` last built it (rebuilt first only if its sources changed).
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow" tests ext/tests
+	$(PARALLEL) $(PY) -m pytest -q -m "not slow" $(WORKERS) tests ext/tests
 
 # On a CPU without AVX-512 the cap changes no kernel, and the run would repeat make test.
 test-avx2: setup
