@@ -235,22 +235,39 @@ NARROW_CHILD = """
 import json, torch, mylinearops
 torch.manual_seed(0)
 out = {}
-for n in (10, 15, 16, 64):
+for n in (10, 15, 16, 17, 64):
     A, B = torch.randn(300, 200), torch.randn(200, n)
     C = mylinearops.matmul(A, B)
-    out[n] = [mylinearops.last_gemm_plan()["microkernel"], (C.double() - A.double() @ B.double()).abs().max().item()]
+    plan = mylinearops.last_gemm_plan()
+    same_sums = torch.equal(C, mylinearops.matmul(A, B, algo="packed_avx2"))
+    out[n] = [plan["microkernel"], plan["nr"], (C.double() - A.double() @ B.double()).abs().max().item(), same_sums]
 print(json.dumps(out))
 """
 
 
 @pytest.mark.skipif("avx512" not in mylinearops.build_info()["cpu_microkernels"], reason="this CPU (or build) has no AVX-512 micro-kernel")
-def test_wide_tile_gives_way_to_avx2_for_narrow_outputs():
-    # The 12 x 32 AVX-512 tile would compute 32 columns to keep 10: below 17 columns, AVX2's 6 x 16.
+def test_narrow_outputs_get_the_one_vector_avx512_tile():
+    # The 12 x 32 AVX-512 tile would compute 32 columns to keep 10: up to 16 columns, the 12 x 16 tile.
     out = run_child(NARROW_CHILD, MYLINEAROPS_ISA="avx512")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.splitlines()[-1])
-    assert {n: kernel for n, (kernel, _) in report.items()} == {"10": "avx2", "15": "avx2", "16": "avx512", "64": "avx512"}
-    assert all(error < 1e-3 for _, error in report.values())
+    assert {n: (kernel, nr) for n, (kernel, nr, _, _) in report.items()} == {
+        "10": ("avx512", 16), "15": ("avx512", 16), "16": ("avx512", 16), "17": ("avx512", 32), "64": ("avx512", 32)}
+    assert all(error < 1e-3 for _, _, error, _ in report.values())
+    # One accumulator per element of C, fed in k order, with the same k blocks: bit for bit the
+    # AVX2 kernel's result where the tiles are as wide (and the same sums, whatever the tile).
+    assert report["10"][3] and report["16"][3]
+
+
+def test_one_tile_wide_products_read_a_in_place():
+    # C no wider than one tile: each panel of A serves one micro-kernel call, so it is not copied,
+    # however many rows (only the ragged last panel of rows is).
+    torch.manual_seed(0)
+    A, B = torch.randn(600, 200), torch.randn(200, 10)
+    C = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    assert not plan["pack_a"] and plan["a_elements_packed"] < plan["threads"] * plan["mr"] * 200
+    assert_close_to_reference(C, reference(A, B), 200)
 
 
 @pytest.mark.skipif(not {"avx512", "avx2"} <= set(mylinearops.build_info()["cpu_microkernels"]),

@@ -219,6 +219,7 @@ ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int
 // elements of A and B were copied into panels.
 struct GemmPlan {
   const char* microkernel = "";
+  int mr = 0, nr = 0;
   int64_t kc = 0, mc = 0, nc = 0;
   int threads = 0, row_groups = 0, col_groups = 0;
   bool pack_a = false, pack_b = false;
@@ -288,15 +289,22 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
   // as compact as a packed one, except when its columns lie a multiple of
   // L1's set span apart (a 1024-row float matrix: 4 KiB), which would put
   // all of them in one cache set.
+  // A row-major A is read in place whatever the rows when C is no wider than
+  // one tile (the MLP's 10 classes): each panel of A then serves a single
+  // micro-kernel call, and a copy would be read once. Same exception for
+  // rows a multiple of L1's set span apart.
   constexpr int64_t kShortK = 256;
+  const int64_t set_span = cpu::cache_sizes().l1d_set_span;
   const bool short_column_major_a = g.a_stride0 == 1 && g.a_stride1 != 1 && k <= kShortK &&
-      (g.a_stride1 * static_cast<int64_t>(sizeof(T))) % cpu::cache_sizes().l1d_set_span != 0;
+      (g.a_stride1 * static_cast<int64_t>(sizeof(T))) % set_span != 0;
+  const bool one_tile_wide_row_major_a =
+      g.a_stride1 == 1 && n <= NR && (g.a_stride0 * static_cast<int64_t>(sizeof(T))) % set_span != 0;
   const bool pack_b_now = !small || g.b_stride1 != 1;
   const bool pack_a_now = (g.a_stride0 != 1 && g.a_stride1 != 1) ||
-      (!small && !(pack_mode == cpu::PackMode::Auto && short_column_major_a));
+      (!small && !(pack_mode == cpu::PackMode::Auto && (short_column_major_a || one_tile_wide_row_major_a)));
 
   GemmPlan& plan = last_plan;
-  plan.microkernel = uk.isa;
+  plan.microkernel = uk.isa, plan.mr = MR, plan.nr = NR;
   plan.kc = kc_max, plan.mc = mc_max, plan.nc = nc_max, plan.pack_a = pack_a_now, plan.pack_b = pack_b_now;
   plan.a_elements_packed = 0, plan.b_elements_packed = 0;
 
@@ -429,18 +437,32 @@ const cpu::MicroKernel<T>* usable_kernel(cpu::Isa isa) {
   return (uk != nullptr && cpu::usable(isa)) ? uk : nullptr;
 }
 
+// AVX-512's one-vector tile (12 x 16 floats), where this build has it and
+// this CPU may run it.
+template <typename T>
+const cpu::MicroKernel<T>* narrow_avx512_kernel();
+template <>
+const cpu::MicroKernel<float>* narrow_avx512_kernel<float>() {
+  return cpu::usable(cpu::Isa::Avx512) ? cpu::avx512_narrow_kernel_f32() : nullptr;
+}
+template <>
+const cpu::MicroKernel<double>* narrow_avx512_kernel<double>() {
+  return cpu::usable(cpu::Isa::Avx512) ? cpu::avx512_narrow_kernel_f64() : nullptr;
+}
+
 // The preferred kernel (cpu_features.cpp: MYLINEAROPS_ISA, the only one, or
-// calibrated), but AVX2 rather than AVX-512 when C is less than half as wide
-// as the AVX-512 tile (the MLP's 256 -> 10 layer would compute 32 columns to
-// keep 10).
+// calibrated), but AVX-512's one-vector tile when C is no wider than it: the
+// MLP's 256 -> 10 layer would compute 32 columns to keep 10 with the
+// 12 x 32 tile, and 16 with the one-vector tile.
 template <typename T>
 const cpu::MicroKernel<T>* best_kernel(int64_t n) {
   const cpu::MicroKernel<T>* chosen = usable_kernel<T>(cpu::preferred_isa().isa);
   if (chosen == nullptr) chosen = usable_kernel<T>(cpu::Isa::Generic);
-  if (chosen->nr > 2 * n && std::string_view(chosen->isa) == "avx512") {
-    if (const auto* narrower = usable_kernel<T>(cpu::Isa::Avx2)) chosen = narrower;
-  }
   MYLINEAROPS_CHECK(chosen != nullptr, "mylinearops: the generic micro-kernel is always available");
+  if (std::string_view(chosen->isa) == "avx512") {
+    const cpu::MicroKernel<T>* narrow = narrow_avx512_kernel<T>();
+    if (narrow != nullptr && n <= narrow->nr) chosen = narrow;
+  }
   return chosen;
 }
 // [/book:cpu-isa-dispatch]
@@ -474,7 +496,8 @@ const char* cpu_microkernels() {
 
 std::string cpu_last_gemm_plan() {
   const GemmPlan& p = last_plan;
-  return std::string("microkernel=") + p.microkernel + ";kc=" + std::to_string(p.kc) + ";mc=" + std::to_string(p.mc) +
+  return std::string("microkernel=") + p.microkernel + ";mr=" + std::to_string(p.mr) +
+      ";nr=" + std::to_string(p.nr) + ";kc=" + std::to_string(p.kc) + ";mc=" + std::to_string(p.mc) +
       ";nc=" + std::to_string(p.nc) + ";threads=" + std::to_string(p.threads) +
       ";row_groups=" + std::to_string(p.row_groups) + ";col_groups=" + std::to_string(p.col_groups) +
       ";pack_a=" + std::to_string(p.pack_a) + ";pack_b=" + std::to_string(p.pack_b) +

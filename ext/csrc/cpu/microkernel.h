@@ -42,6 +42,8 @@ struct FmaLoop {
 // Whether the running CPU can execute it is checked by the caller.
 const MicroKernel<float>* avx512_kernel_f32();
 const MicroKernel<double>* avx512_kernel_f64();
+const MicroKernel<float>* avx512_narrow_kernel_f32(); // one vector wide: 12 x 16 floats
+const MicroKernel<double>* avx512_narrow_kernel_f64();
 const MicroKernel<float>* avx2_kernel_f32();
 const MicroKernel<double>* avx2_kernel_f64();
 const MicroKernel<float>* generic_kernel_f32();

@@ -59,6 +59,10 @@ struct Avx512F64 {
 // 32 zmm registers: 12 x 2 accumulators + 2 B vectors + 1 broadcast.
 constexpr MicroKernel<float> kF32{"avx512", 12, 32, &microkernel<Avx512F32, 12, 2>};
 constexpr MicroKernel<double> kF64{"avx512", 12, 16, &microkernel<Avx512F64, 12, 2>};
+// One vector per row, for C at most one vector wide (the MLP's 10 classes):
+// a 12 x 32 tile would compute 32 columns to keep 10.
+constexpr MicroKernel<float> kF32Narrow{"avx512", 12, 16, &microkernel<Avx512F32, 12, 1>};
+constexpr MicroKernel<double> kF64Narrow{"avx512", 12, 8, &microkernel<Avx512F64, 12, 1>};
 constexpr FmaLoop kFmaLoop{"avx512", kFmaChains * Avx512F32::kWidth * 2, &fma_peak_loop<Avx512F32, kFmaChains>};
 // [/book:cpu-avx512-target]
 
@@ -74,6 +78,8 @@ constexpr FmaLoop kFmaLoop{"avx512", kFmaChains * Avx512F32::kWidth * 2, &fma_pe
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return &kF32; }
 const MicroKernel<double>* avx512_kernel_f64() { return &kF64; }
+const MicroKernel<float>* avx512_narrow_kernel_f32() { return &kF32Narrow; }
+const MicroKernel<double>* avx512_narrow_kernel_f64() { return &kF64Narrow; }
 const FmaLoop* avx512_fma_loop() { return &kFmaLoop; }
 } // namespace mylinearops::cpu
 
@@ -82,6 +88,8 @@ const FmaLoop* avx512_fma_loop() { return &kFmaLoop; }
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return nullptr; }
 const MicroKernel<double>* avx512_kernel_f64() { return nullptr; }
+const MicroKernel<float>* avx512_narrow_kernel_f32() { return nullptr; }
+const MicroKernel<double>* avx512_narrow_kernel_f64() { return nullptr; }
 const FmaLoop* avx512_fma_loop() { return nullptr; }
 } // namespace mylinearops::cpu
 
