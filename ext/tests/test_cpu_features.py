@@ -254,9 +254,11 @@ def test_narrow_outputs_get_the_one_vector_avx512_tile():
     assert {n: (kernel, nr) for n, (kernel, nr, _, _) in report.items()} == {
         "10": ("avx512", 16), "15": ("avx512", 16), "16": ("avx512", 16), "17": ("avx512", 32), "64": ("avx512", 32)}
     assert all(error < 1e-3 for _, _, error, _ in report.values())
-    # One accumulator per element of C, fed in k order, with the same k blocks: bit for bit the
-    # AVX2 kernel's result where the tiles are as wide (and the same sums, whatever the tile).
-    assert report["10"][3] and report["16"][3]
+    # One accumulator per element of C, fed in k order, with the same k blocks as AVX2's 6 x 16
+    # tile: bit for bit its result, on a CPU's own FMA instructions. (SIMDe's emulated AVX-512
+    # FMA in the test build is other arithmetic.)
+    if not mylinearops.build_info()["avx512_emulated"]:
+        assert report["10"][3] and report["16"][3]
 
 
 def test_one_tile_wide_products_read_a_in_place():
