@@ -161,7 +161,10 @@ def test_clock_probe_reads_a_clock_the_cpu_can_have():
 
 def test_microkernel_alone_is_measured_against_its_ceiling():
     # The micro-kernel in L1 on one core: FLOPs counted per call (2 * mr * nr * kc), so a
-    # miscount by a tile dimension would land far outside these bounds.
+    # miscount by a tile dimension (a factor of 6 or more) would land far outside these bounds.
+    # The upper bound leaves room for load that halves one reading: in CI, beside a notebook's
+    # benchmark, every one of 15 avx512 ceiling readings came out at 95 GFLOP/s while the
+    # micro-kernel read 172 once (the ceiling alone measures 170-176 on that Xeon).
     isas = mylinearops.build_info()["cpu_microkernels"]
     best = best_of_rounds({
         **{("alone", isa): lambda isa=isa: mylinearops.microkernel_gflops(isa, seconds=0.01) for isa in isas},
@@ -169,7 +172,7 @@ def test_microkernel_alone_is_measured_against_its_ceiling():
     })
     for isa in isas:
         alone, ceiling = best["alone", isa], best["ceiling", isa]
-        assert 0.05 * ceiling < alone < 1.5 * ceiling, (isa, alone, ceiling)
+        assert 0.05 * ceiling < alone < 2.5 * ceiling, (isa, alone, ceiling)
     if "avx2" in isas:  # 8-wide FMAs against 4-wide multiply + add
         assert best["alone", "avx2"] > 1.3 * best["alone", "generic"]
 
