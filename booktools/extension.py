@@ -73,6 +73,7 @@ def build_cpp_module(name: str, source: str, extra_cflags=("-O2",)):
     from mylinearops import _build_config
 
     cpp_extension = _build_config.import_cpp_extension()  # without its "no CUDA runtime" warning
+    _build_config.check_linker(os.environ.get("CXX", "c++").split()[0])
     directory = BUILD_DIR / name
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.cpp"
@@ -166,6 +167,13 @@ def committed_results(name: str) -> dict | None:
     """ext/bench/results/<name>.json as a dict, or None if no such file is committed."""
     path = RESULTS_DIR / f"{name}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def newest_results(device: str) -> dict | None:
+    """The newest committed results file of `device` ("cpu" or "cuda"), by the date its machine
+    recorded; None if there is none."""
+    reports = [json.loads(path.read_text(encoding="utf-8")) for path in RESULTS_DIR.glob(f"{device}-*.json")]
+    return max(reports, key=lambda report: report["machine"]["date_utc"], default=None)
 
 
 def _forward(report: dict, m: int, k: int, n: int) -> dict:

@@ -79,9 +79,13 @@ else:
     requires_torch = f"torch=={torch_release}"
 
 class CheckedBuildExtension(BuildExtension):
-    """torch's BuildExtension, then a check that the library links the shared C++ runtime."""
+    """torch's BuildExtension, with checks that the library links the shared C++ runtime:
+    of the linker before compiling, of the library after linking."""
 
     def build_extensions(self):
+        # distutils links a C++ extension with the C++ compiler's command (CXX or sysconfig's)
+        command = getattr(self.compiler, "compiler_cxx", None) or self.compiler.linker_so
+        cfg.check_linker(next(word for word in command if word != "env" and "=" not in word))
         super().build_extensions()
         for ext in self.extensions:
             cfg.check_cxx_runtime(self.get_ext_fullpath(ext.name))

@@ -318,6 +318,39 @@ def copied_cxx_runtime(library: str | Path) -> list[str]:
     return sorted(found)
 
 
+def static_only_cxx_runtime(linker: str) -> str | None:
+    """The libstdc++.a that `linker` (a GCC-style driver) would link, where it finds no
+    libstdc++.so: then every library it links carries a copy of the C++ runtime. None where
+    it finds the shared one, or cannot say."""
+
+    def found(name: str) -> str | None:
+        try:
+            out = subprocess.run([linker, f"-print-file-name={name}"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        path = out.stdout.strip()  # the bare name where the driver has no such file
+        return path if out.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else None
+
+    return None if found("libstdc++.so") else found("libstdc++.a")
+
+
+def check_linker(linker: str) -> None:
+    """Refuse, before compiling, a linker that would copy a static libstdc++ into the library."""
+    static = static_only_cxx_runtime(linker)
+    if static:
+        named_by = (
+            "the CXX environment variable"
+            if os.environ.get("CXX", "").split()[:1] == [linker]
+            else "the compiler Python was built with, or CC/CXX"
+        )
+        raise RuntimeError(
+            f"mylinearops: the linker {linker} (from {named_by}) finds only a static C++ runtime, "
+            f"{static}, and no libstdc++.so, so the extension "
+            "would carry its own copy and crash at its first formatted output. Build with a compiler "
+            "that finds the shared one, e.g. CC=gcc CXX=g++ (check with: g++ -print-file-name=libstdc++.so)."
+        )
+
+
 def check_cxx_runtime(library: str | Path) -> None:
     """Refuse a build that carries its own copy of libstdc++ (see _CXX_RUNTIME_MARKERS)."""
     copied = copied_cxx_runtime(library)

@@ -182,3 +182,27 @@ def test_a_static_copy_of_the_cxx_runtime_is_refused(tmp_path):
     assert cfg.copied_cxx_runtime(static)
     with pytest.raises(RuntimeError, match=r"contains its own copy of the C\+\+ runtime"):
         cfg.check_cxx_runtime(static)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_linker_without_the_shared_cxx_runtime_is_refused_before_compiling(tmp_path, monkeypatch):
+    # A GCC driver whose installation holds libstdc++.a but no libstdc++.so, as a GPU image's
+    # /opt/gcc did: it answers -print-file-name with the bare name for what it lacks.
+    static = subprocess.run(["g++", "-print-file-name=libstdc++.a"], capture_output=True, text=True).stdout.strip()
+    if not Path(static).is_absolute():
+        pytest.skip("this g++ has no libstdc++.a to point at")
+    driver = tmp_path / "g++"
+    driver.write_text(
+        "#!/bin/sh\n"
+        f'case "$1" in -print-file-name=libstdc++.a) echo {static};; -print-file-name=*) echo "${{1#*=}}";; esac\n'
+    )
+    driver.chmod(0o755)
+    assert cfg.static_only_cxx_runtime("g++") is None
+    assert cfg.static_only_cxx_runtime(str(driver)) == static
+    monkeypatch.delenv("CXX", raising=False)
+    with pytest.raises(RuntimeError, match=r"finds only a static C\+\+ runtime.*CC=gcc CXX=g\+\+"):
+        cfg.check_linker(str(driver))
+    monkeypatch.setenv("CXX", str(driver))  # as that GPU image set it
+    with pytest.raises(RuntimeError, match=r"from the CXX environment variable"):
+        cfg.check_linker(str(driver))
+    cfg.check_linker(str(tmp_path / "no-such-compiler"))  # cannot tell: the link-time check decides
