@@ -20,10 +20,10 @@ def call_tree(fn, *args, include=None, hide=frozenset(), **kwargs) -> list[tuple
     # log level is raised; it reads the level when the profiler first starts.
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     include = include or (lambda event: True)
-    activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available():
-        activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as prof:
+    # CPU activity only: operators are CPU-side events on every device, and tracing CUDA would
+    # add the runtime's own calls (cudaDeviceSynchronize, ...) wherever a GPU is present.
+    # acc_events: one cycle per profile anyway, and torch 2.11 warns on stderr without it.
+    with profile(activities=[ProfilerActivity.CPU], acc_events=True) as prof:
         fn(*args, **kwargs)
     events = sorted(
         (e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CPU and include(e)),

@@ -6,7 +6,8 @@ Runs the chapters' own exported code (booktools.generated) on the current GPU an
 JSON file: the GPU, driver, CUDA and cuDNN versions and the date, then
   - setup: the device memory a new process's CUDA context takes, and its first matrix product
     outside PyTorch's caching allocator (cuda_context_cost), with lazy and with eager module
-    loading;
+    loading; what CUDA_VISIBLE_DEVICES='' changes once the driver has started
+    (late_cuda_visible_devices);
   - alexnet: the ATen calls of a convolution on the GPU, and the GPU kernels each of AlexNet's
     five convolutions launches (gpu_kernels), with cuDNN's TF32 default, with TF32 off, and
     with cudnn.benchmark on.
@@ -29,7 +30,7 @@ import mylinearops
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from booktools.generated.alexnet import AlexNet, aten_call_tree, gpu_kernels  # noqa: E402
-from booktools.generated.setup import cuda_context_cost  # noqa: E402
+from booktools.generated.setup import cuda_context_cost, late_cuda_visible_devices  # noqa: E402
 
 
 def context_costs() -> dict:
@@ -91,7 +92,12 @@ def main(path: str) -> int:
         "python": sys.version.split()[0],
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
-    for name, measure in (("cuda_context", context_costs), ("alexnet", alexnet_convolutions)):
+    measures = (
+        ("cuda_context", context_costs),
+        ("late_cuda_visible_devices", late_cuda_visible_devices),
+        ("alexnet", alexnet_convolutions),
+    )
+    for name, measure in measures:
         try:
             facts[name] = measure()
         except Exception as e:  # record it, and go on with the next fact

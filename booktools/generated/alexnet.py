@@ -258,7 +258,7 @@ def gpu_kernels(fn, *args, warmup: int = 1) -> list[str]:
     for _ in range(warmup):
         fn(*args)
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CUDA], acc_events=True) as prof:
         fn(*args)
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]

@@ -42,3 +42,35 @@ def cuda_context_cost(device=0):
     if child.wait() != 0:
         raise RuntimeError("the child process failed")
     return free_before - free_context, free_context - free_matmul - reserved
+
+import json
+import os
+
+
+def late_cuda_visible_devices() -> dict:
+    """In a new process: set CUDA_VISIBLE_DEVICES='' after torch.cuda.is_available(), and
+    report torch.cuda.device_count() before and after, and where a new tensor on "cuda" went."""
+    code = (
+        "import json, os, torch\n"
+        "torch.cuda.is_available()  # the driver reads CUDA_VISIBLE_DEVICES here\n"
+        "before = torch.cuda.device_count()\n"
+        "os.environ['CUDA_VISIBLE_DEVICES'] = ''\n"
+        "after = torch.cuda.device_count()\n"
+        "try:\n"
+        "    tensor = str(torch.ones(1, device='cuda').device)\n"
+        "except Exception as error:\n"
+        "    tensor = f'{type(error).__name__}: {error}'\n"
+        "print(json.dumps({'device_count_before': before, 'device_count_after': after,\n"
+        "                  'tensor_after': tensor, 'device_count_after_tensor': torch.cuda.device_count()}))\n"
+    )
+    env = {
+        key: value for key, value in os.environ.items() if key != "CUDA_VISIBLE_DEVICES"
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
