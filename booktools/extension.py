@@ -73,7 +73,7 @@ def build_cpp_module(name: str, source: str, extra_cflags=("-O2",)):
     from mylinearops import _build_config
 
     cpp_extension = _build_config.import_cpp_extension()  # without its "no CUDA runtime" warning
-    _build_config.check_linker(os.environ.get("CXX", "c++").split()[0])
+    _build_config.check_linker()
     directory = BUILD_DIR / name
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.cpp"

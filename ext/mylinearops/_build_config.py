@@ -334,8 +334,10 @@ def static_only_cxx_runtime(linker: str) -> str | None:
     return None if found("libstdc++.so") else found("libstdc++.a")
 
 
-def check_linker(linker: str) -> None:
-    """Refuse, before compiling, a linker that would copy a static libstdc++ into the library."""
+def check_linker(linker: str | None = None) -> None:
+    """Refuse, before compiling, a linker that would copy a static libstdc++ into the library.
+    Default: the compiler torch.utils.cpp_extension.load links with ($CXX, else c++)."""
+    linker = linker or os.environ.get("CXX", "c++").split()[0]
     static = static_only_cxx_runtime(linker)
     if static:
         named_by = (

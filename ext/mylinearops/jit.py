@@ -97,7 +97,7 @@ def build(
     if with_cuda:
         cfg.set_default_cuda_arch_list()
     cfg.check_toolchain(need_ninja=True)
-    cfg.check_linker(os.environ.get("CXX", "c++").split()[0])  # the compiler cpp_extension.load links with
+    cfg.check_linker()
     directory = Path(build_dir) if build_dir is not None else default_build_dir(with_cuda)
     directory.mkdir(parents=True, exist_ok=True)
 

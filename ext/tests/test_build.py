@@ -205,4 +205,6 @@ def test_a_linker_without_the_shared_cxx_runtime_is_refused_before_compiling(tmp
     monkeypatch.setenv("CXX", str(driver))  # as that GPU image set it
     with pytest.raises(RuntimeError, match=r"from the CXX environment variable"):
         cfg.check_linker(str(driver))
+    with pytest.raises(RuntimeError, match=r"from the CXX environment variable"):
+        cfg.check_linker()  # the JIT's default: $CXX
     cfg.check_linker(str(tmp_path / "no-such-compiler"))  # cannot tell: the link-time check decides
