@@ -11,6 +11,8 @@ JSON file: the GPU, driver, CUDA and cuDNN versions and the date, then
   - alexnet: the ATen calls of a convolution on the GPU, and the GPU kernels each of AlexNet's
     five convolutions launches (gpu_kernels), with cuDNN's TF32 default, with TF32 off, and
     with cudnn.benchmark on.
+  - setup: how long the first `import mylinearops` takes on a fresh Colab-like runtime, a JIT
+    build of the CPU and CUDA kernels on two CPUs (first_import_two_cpus).
 A fact that fails is recorded with its error instead of stopping the others.
 """
 
@@ -19,7 +21,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -27,7 +31,8 @@ import torch
 
 import mylinearops
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
 from booktools.generated.alexnet import AlexNet, aten_call_tree, gpu_kernels  # noqa: E402
 from booktools.generated.setup import cuda_context_cost, late_cuda_visible_devices  # noqa: E402
@@ -76,6 +81,25 @@ def alexnet_convolutions() -> dict:
     return out
 
 
+def first_import_two_cpus() -> dict:
+    """The first `import mylinearops` where it is not installed, as on Colab: a JIT build of the
+    CPU and CUDA kernels into an empty directory, in a process held to two CPUs (the number
+    Colab's free GPU runtime has; ninja starts as many compile jobs as the process may use)."""
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    code = (
+        "import time; t = time.perf_counter()\n"
+        "import mylinearops, mylinearops.jit as jit\n"
+        "print(time.perf_counter() - t, jit._loaded['seconds'], len(mylinearops.available_algos('cuda')))"
+    )
+    with tempfile.TemporaryDirectory() as build_dir:
+        env = {**os.environ, "MYLINEAROPS_JIT": "1", "MYLINEAROPS_BUILD_DIR": build_dir, "PYTHONPATH": str(REPO / "ext")}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                              preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    import_s, build_s, cuda_algos = done.stdout.split()[-3:]
+    return {"cpus": len(cpus), "import_seconds": round(float(import_s), 1), "build_seconds": round(float(build_s), 1),
+            "cuda_kernels": int(cuda_algos) > 0}
+
+
 def main(path: str) -> int:
     if not torch.cuda.is_available():
         print("no CUDA GPU visible", file=sys.stderr)
@@ -96,6 +120,7 @@ def main(path: str) -> int:
         ("cuda_context", context_costs),
         ("late_cuda_visible_devices", late_cuda_visible_devices),
         ("alexnet", alexnet_convolutions),
+        ("first_import_two_cpus", first_import_two_cpus),
     )
     for name, measure in measures:
         try:
