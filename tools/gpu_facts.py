@@ -11,8 +11,8 @@ JSON file: the GPU, driver, CUDA and cuDNN versions and the date, then
   - alexnet: the ATen calls of a convolution on the GPU, and the GPU kernels each of AlexNet's
     five convolutions launches (gpu_kernels), with cuDNN's TF32 default, with TF32 off, and
     with cudnn.benchmark on.
-  - setup: how long the first `import mylinearops` takes on a fresh Colab-like runtime, a JIT
-    build of the CPU and CUDA kernels on two CPUs (first_import_two_cpus).
+  - setup: how long the first `import mylinearops` takes where it is not installed (as on
+    Colab): a JIT build of the CPU and CUDA kernels on two CPUs (first_import_two_cpus).
 A fact that fails is recorded with its error instead of stopping the others.
 """
 
@@ -83,8 +83,8 @@ def alexnet_convolutions() -> dict:
 
 def first_import_two_cpus() -> dict:
     """The first `import mylinearops` where it is not installed, as on Colab: a JIT build of the
-    CPU and CUDA kernels into an empty directory, in a process held to two CPUs (the number
-    Colab's free GPU runtime has; ninja starts as many compile jobs as the process may use)."""
+    CPU and CUDA kernels into an empty directory, in a process held to two CPUs (ninja starts as
+    many compile jobs as the process may use)."""
     cpus = sorted(os.sched_getaffinity(0))[:2]
     code = (
         "import time; t = time.perf_counter()\n"
