@@ -466,6 +466,9 @@ def markdown(report: dict) -> str:
         lines.append(f"- torch {m['torch']} ({m['torch_blas']}; CPU capability {m['torch_cpu_capability']})")
         lines.append(f"- numpy {m['numpy']} ({m['numpy_blas']})")
         lines.append(f"- mylinearops `auto` micro-kernel: {caches['preferred_isa']} ({caches['preferred_reason']})")
+        if "tuning" in caches:  # absent from files recorded before the tuning search existed
+            t = caches["tuning"]
+            lines.append(f"- float tile and blocks of `auto`: {t['tile']}, kc {t['kc']}, mc {t['mc']}, nc {t['nc']} ({t['reason']})")
         alone = m.get("microkernel_gflops", {})  # absent from files recorded before it was measured
         lines += ["", "## Measured FP32 FMA peak (GFLOP/s)", ""]
         lines.append("| instruction set | 1 thread | " + f"{threads} threads |" + (" micro-kernel alone, 1 thread, data in L1 |" if alone else ""))
@@ -545,6 +548,8 @@ def run_device(device: str, quick: bool) -> dict:
     else:
         print(f"[{device}] {machine['id']}: {machine_label(machine)}; measured FMA peak (GFLOP/s, threads): "
               + ", ".join(f"{isa} {peaks}" for isa, peaks in machine["fma_peak_gflops"].items()), flush=True)
+        tuning = machine["mylinearops_cpu"]["tuning"]
+        print(f"[cpu] auto's float tile {tuning['tile']}, mc {tuning['mc']}: {tuning['reason']}", flush=True)
     results = []
     roof_isa = best_peak(machine)[0] if device == "cpu" else None
     shapes = [(s, s, s) for s in sizes] + [(b, i, o) for b, i, o in MLP_SHAPES]

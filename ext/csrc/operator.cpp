@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "cpu/cpu_features.h"
+#include "cpu/tuning.h"
 #include "cpu/microkernel.h"
 #include "runtime.h"
 
@@ -248,6 +249,18 @@ std::string cpu_info() {
     if (uk == nullptr) continue;
     const cpu::Blocking b = cpu::blocking_for(uk->mr, uk->nr, sizeof(float));
     out << ";blocking_" << uk->isa << "=" << uk->mr << "," << uk->nr << "," << b.kc << "," << b.mc << "," << b.nc;
+  }
+  // What the tuning search picked for float products, and what it timed:
+  // candidates as "tile/kc/mc/nc/median seconds/same result" joined by ",".
+  const cpu::Tuning& tuning = cpu::float_tuning();
+  out << ";tuning_isa=" << tuning.kernel->isa << ";tuning_tile=" << tuning.kernel->mr << "x" << tuning.kernel->nr
+      << ";tuning_kc=" << tuning.blocking.kc << ";tuning_mc=" << tuning.blocking.mc
+      << ";tuning_nc=" << tuning.blocking.nc << ";tuning_reason=" << tuning.reason
+      << ";tuning_seconds=" << tuning.seconds << ";tuning_rounds=" << tuning.rounds << ";tuning_candidates=";
+  for (size_t i = 0; i < tuning.candidates.size(); ++i) {
+    const cpu::TuningCandidate& c = tuning.candidates[i];
+    out << (i ? "," : "") << c.kernel->mr << "x" << c.kernel->nr << "/" << c.blocking.kc << "/" << c.blocking.mc
+        << "/" << c.blocking.nc << "/" << c.median_seconds << "/" << c.same_result;
   }
   return out.str();
 }

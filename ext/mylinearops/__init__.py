@@ -9,6 +9,7 @@ they work with ``torch.compile``. The public API:
     mylinearops.LinearLayer(in_features, out_features, bias=True)
     mylinearops.available_algos("cpu")             # kernel variants for algo=
     mylinearops.cpu_info()                         # caches, micro-kernel choice, cache blocks
+    mylinearops.tuning_info()                      # the float tile and blocks measured fastest here
 
 Loading: ``import mylinearops`` loads the compiled extension ``mylinearops._C``
 built by ``pip install --no-build-isolation ./ext``. With ``MYLINEAROPS_JIT=1``
@@ -66,6 +67,7 @@ from .machine import (  # noqa: E402
     last_gemm_plan,
     machine_id,
     microkernel_gflops,
+    tuning_info,
 )
 from .modules import LinearLayer  # noqa: E402
 from .ops import ALGOS, available_algos, build_info, linearop, matmul  # noqa: E402
@@ -88,4 +90,5 @@ __all__ = [
     "machine_id",
     "matmul",
     "microkernel_gflops",
+    "tuning_info",
 ]

@@ -40,6 +40,7 @@ SHARED_CPU_SOURCES = [
     "csrc/operator.cpp",
     "csrc/cpu/matmul_cpu.cpp",
     "csrc/cpu/cpu_features.cpp",
+    "csrc/cpu/tuning.cpp",
     "csrc/cpu/microkernel_avx512.cpp",
     "csrc/cpu/microkernel_avx2.cpp",
     "csrc/cpu/microkernel_generic.cpp",
@@ -63,6 +64,7 @@ HEADERS = [
     "csrc/runtime.h",
     "csrc/cpu/microkernel.h",
     "csrc/cpu/cpu_features.h",
+    "csrc/cpu/tuning.h",
     "csrc/cpu/microkernel_impl.h",
     "csrc/cuda/matmul_kernels.cuh",
 ]

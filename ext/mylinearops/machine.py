@@ -6,6 +6,7 @@ instruction set from a measurement, and the compute ceiling of each
 instruction set is measured too. These functions expose all of that:
 
     mylinearops.cpu_info()                 # caches, preferred micro-kernel and why, cache blocks
+    mylinearops.tuning_info()              # the float tile and blocks `packed` measured to be fastest
     mylinearops.fma_peak_gflops("avx2", 2) # measured FP32 FMA throughput on 2 threads
     mylinearops.microkernel_gflops("avx2") # the micro-kernel alone, one core, data in L1
     mylinearops.cpu_clock_ghz()            # measured clock of a busy core
@@ -22,6 +23,10 @@ Environment switches (read once per process, before the first product):
                           (for experiments).
 ``MYLINEAROPS_PACK``      ``auto`` (default), ``always`` or ``never``: override the rule for what
                           the packed kernel packs (for experiments; the results do not change).
+``MYLINEAROPS_TILE``      a float tile of the instruction set in use (``12x32``, ``8x48``): skip
+                          the tuning search and use it (the results do not change).
+``MYLINEAROPS_TUNING``    ``on`` (default) or ``off``: whether the first float product times a few
+                          tiles and row blocks and keeps the fastest (the results do not change).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ __all__ = [
     "last_gemm_plan",
     "machine_id",
     "microkernel_gflops",
+    "tuning_info",
 ]
 
 _ops = torch.ops.mylinearops
@@ -69,13 +75,30 @@ def cpu_info() -> dict[str, object]:
     `packed` prefers and why, and each micro-kernel's register tile and cache blocks
     (``blocking["avx2"] == {"mr": 6, "nr": 16, "kc": ..., "mc": ..., "nc": ...}``, float32)."""
     raw = _parse(_ops.cpu_info())
-    info: dict[str, object] = {k: v for k, v in raw.items() if not k.startswith("blocking_")}
+    info: dict[str, object] = {k: v for k, v in raw.items() if not k.startswith(("blocking_", "tuning_"))}
     info["blocking"] = {
         key.removeprefix("blocking_"): dict(zip(("mr", "nr", "kc", "mc", "nc"), map(int, str(value).split(","))))
         for key, value in raw.items()
         if key.startswith("blocking_")
     }
+    tuning = {key.removeprefix("tuning_"): value for key, value in raw.items() if key.startswith("tuning_")}
+    tuning["reason"] = str(tuning["reason"])
+    tuning["candidates"] = [
+        {"tile": tile, "kc": int(kc), "mc": int(mc), "nc": int(nc), "median_seconds": float(median), "same_result": same == "1"}
+        for tile, kc, mc, nc, median, same in (item.split("/") for item in str(tuning["candidates"]).split(",") if item)
+    ]
+    info["tuning"] = tuning
     return info
+
+
+def tuning_info() -> dict[str, object]:
+    """The float tile and cache blocks `packed` uses here, and why: ``isa``, ``tile`` ("12x32"),
+    ``kc``, ``mc``, ``nc``, ``reason``, the search's ``seconds`` and timed ``rounds``, and the
+    ``candidates`` it timed (tile, blocks, median seconds per product, and whether its result
+    was bit for bit the default's). Searched once per process, at the first float product or
+    the first call of this (csrc/cpu/tuning.cpp); MYLINEAROPS_TILE, MYLINEAROPS_BLOCKING and
+    MYLINEAROPS_TUNING=off override it."""
+    return cpu_info()["tuning"]
 
 
 def fma_peak_gflops(isa: str, threads: int | None = None, seconds: float = 0.05) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -244,18 +245,21 @@ for n in (10, 15, 16, 17, 64):
     plan = mylinearops.last_gemm_plan()
     same_sums = torch.equal(C, mylinearops.matmul(A, B, algo="packed_avx2"))
     out[n] = [plan["microkernel"], plan["nr"], (C.double() - A.double() @ B.double()).abs().max().item(), same_sums]
+out["tuned_nr"] = int(mylinearops.tuning_info()["tile"].split("x")[1])
 print(json.dumps(out))
 """
 
 
 @pytest.mark.skipif("avx512" not in mylinearops.build_info()["cpu_microkernels"], reason="this CPU (or build) has no AVX-512 micro-kernel")
 def test_narrow_outputs_get_the_one_vector_avx512_tile():
-    # The 12 x 32 AVX-512 tile would compute 32 columns to keep 10: up to 16 columns, the 12 x 16 tile.
+    # The 12 x 32 AVX-512 tile would compute 32 columns to keep 10 (8 x 48: 48): up to 16 columns, the 12 x 16 tile.
     out = run_child(NARROW_CHILD, MYLINEAROPS_ISA="avx512")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.splitlines()[-1])
+    wide = report.pop("tuned_nr")  # the tuning search's tile: 32 or 48 columns
+    assert wide in (32, 48)
     assert {n: (kernel, nr) for n, (kernel, nr, _, _) in report.items()} == {
-        "10": ("avx512", 16), "15": ("avx512", 16), "16": ("avx512", 16), "17": ("avx512", 32), "64": ("avx512", 32)}
+        "10": ("avx512", 16), "15": ("avx512", 16), "16": ("avx512", 16), "17": ("avx512", wide), "64": ("avx512", wide)}
     assert all(error < 1e-3 for _, _, error, _ in report.values())
     # One accumulator per element of C, fed in k order, with the same k blocks as AVX2's 6 x 16
     # tile: bit for bit its result, on a CPU's own FMA instructions. (SIMDe's emulated AVX-512
@@ -304,6 +308,8 @@ def test_isa_switch_rejects_an_excluded_kernel_by_name():
         ("MYLINEAROPS_ISA", "sse9", "MYLINEAROPS_ISA='sse9' is not one of auto, avx512, avx2, generic"),
         ("MYLINEAROPS_BLOCKING", "256,x", "MYLINEAROPS_BLOCKING='256,x' is not three positive integers kc,mc,nc"),
         ("MYLINEAROPS_PACK", "sometimes", "MYLINEAROPS_PACK='sometimes' is not one of auto, always, never"),
+        ("MYLINEAROPS_TUNING", "maybe", "MYLINEAROPS_TUNING='maybe' is not one of on, off"),
+        ("MYLINEAROPS_TILE", "9x9", "MYLINEAROPS_TILE='9x9' is not a float tile of the"),
     ],
 )
 def test_bad_switch_values_are_named(variable, value, message):
@@ -346,3 +352,90 @@ def test_pack_switch_overrides_the_rule_without_changing_a_bit():
     # Packing moves data, never the order of the additions: the results are bitwise identical.
     for name in ("few rows", "many rows"):
         assert runs["always"][name]["C"] == runs["auto"][name]["C"] == runs["never"][name]["C"], name
+
+
+# A product with two k blocks (k = 1300 against kc <= 1024) and ragged edges for every tile,
+# reported with the tuning and the plan it ran with; C as a hash of its bytes.
+TUNING_CHILD = """
+import hashlib, json, torch, mylinearops
+info = mylinearops.tuning_info()
+g = torch.Generator().manual_seed(0)
+A, B = torch.randn(700, 1300, generator=g), torch.randn(1300, 500, generator=g)
+C = mylinearops.matmul(A, B)
+print(json.dumps({"tuning": info, "plan": mylinearops.last_gemm_plan(), "blocking": mylinearops.cpu_info()["blocking"],
+                  "C": hashlib.sha256(C.numpy().tobytes()).hexdigest()}))
+"""
+TUNING_SWITCHES = ("MYLINEAROPS_TUNING", "MYLINEAROPS_TILE", "MYLINEAROPS_BLOCKING")
+
+
+def run_tuning_children(envs: list[dict[str, str]]) -> list[dict]:
+    """TUNING_CHILD in one fresh process per environment, side by side; each one's report."""
+    base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
+    if mylinearops.build_info()["loaded_from"] == "jit":
+        base.setdefault("PYTHONPATH", str(EXT_DIR))
+    children = [
+        subprocess.Popen([sys.executable, "-c", TUNING_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env={**base, **env})
+        for env in envs
+    ]
+    reports = []
+    for child, env in zip(children, envs):
+        stdout, stderr = child.communicate()
+        assert child.returncode == 0, (env, stderr)
+        reports.append(json.loads(stdout.splitlines()[-1]))
+    return reports
+
+
+def tuning_limits() -> dict[str, float]:
+    """The search's limits as tuning.h declares them (kTuningBudgetSeconds, ...)."""
+    header = (EXT_DIR / "csrc" / "cpu" / "tuning.h").read_text()
+    return {name: float(value) for name, value in re.findall(r"(kTuning\w+) = ([\d.]+)", header)}
+
+
+@pytest.fixture(scope="module")
+def searched():
+    """What the search found in a fresh process with no tuning switch set."""
+    return run_tuning_children([{}])[0]
+
+
+def test_tuning_search_is_bounded_and_picks_only_a_clear_gain(searched):
+    t, limits = searched["tuning"], tuning_limits()
+    assert t["seconds"] <= 3 * limits["kTuningBudgetSeconds"]
+    if t["isa"] == "generic" or t["reason"].startswith("not searched"):
+        pytest.skip(f"no search here: {t['reason']}")
+    default = searched["blocking"][t["isa"]]
+    first = t["candidates"][0]
+    assert (first["tile"], first["kc"], first["mc"], first["nc"]) == (
+        f"{default['mr']}x{default['nr']}", default["kc"], default["mc"], default["nc"])
+    assert len(t["candidates"]) >= 2 and {c["kc"] for c in t["candidates"]} == {default["kc"]}
+    assert limits["kTuningMinRounds"] <= t["rounds"] <= limits["kTuningMaxRounds"]
+    chosen = next(c for c in t["candidates"] if (c["tile"], c["mc"], c["nc"]) == (t["tile"], t["mc"], t["nc"]))
+    if chosen is not first:
+        assert chosen["median_seconds"] * limits["kTuningMinGain"] <= first["median_seconds"], t["reason"]
+        assert "taken" in t["reason"]
+    # The product ran with what the search picked.
+    plan = searched["plan"]
+    assert (f"{plan['mr']}x{plan['nr']}", plan["mc"]) == (t["tile"], t["mc"])
+
+
+def test_every_tuning_candidate_computes_the_same_bits(searched):
+    t = searched["tuning"]
+    if not t["candidates"]:
+        pytest.skip(f"no search here: {t['reason']}")
+    # The search compared each candidate's product with the default's ...
+    assert all(c["same_result"] for c in t["candidates"]), t["candidates"]
+    # ... and so does this test, on another product, with each candidate forced by the switches
+    # (and the instruction set too: a calibration under load may pick another one).
+    isa = {"MYLINEAROPS_ISA": t["isa"]}
+    envs = [{**isa, "MYLINEAROPS_TILE": c["tile"], "MYLINEAROPS_BLOCKING": f"{c['kc']},{c['mc']},{c['nc']}"}
+            for c in t["candidates"]] + [{**isa, "MYLINEAROPS_TUNING": "off"}]
+    reports = run_tuning_children(envs)
+    for env, report in zip(envs, reports):
+        plan, tuning = report["plan"], report["tuning"]
+        if "MYLINEAROPS_TILE" in env:  # the override is what ran, and no search did
+            assert f"{plan['mr']}x{plan['nr']}" == env["MYLINEAROPS_TILE"] and plan["mc"] == int(env["MYLINEAROPS_BLOCKING"].split(",")[1])
+            assert tuning["reason"] == f"MYLINEAROPS_TILE={env['MYLINEAROPS_TILE']} and MYLINEAROPS_BLOCKING"
+        else:
+            assert tuning["rounds"] == 0 and tuning["reason"].startswith("MYLINEAROPS_TUNING=off")
+            assert (tuning["tile"], tuning["mc"]) == (t["candidates"][0]["tile"], t["candidates"][0]["mc"])
+        assert report["C"] == searched["C"], env

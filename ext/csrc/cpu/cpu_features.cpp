@@ -199,13 +199,30 @@ bool read_forced_blocking(Blocking* out) {
 }
 } // namespace
 
-Blocking blocking_for(int mr, int nr, int bytes) {
+namespace {
+const Blocking* forced_blocking() {
   static Blocking forced{};
   static const bool is_forced = read_forced_blocking(&forced);
-  auto round_down = [](int64_t value, int64_t multiple) { return std::max(multiple, value / multiple * multiple); };
-  if (is_forced) return {forced.kc, round_down(forced.mc, mr), round_down(forced.nc, nr)};
+  return is_forced ? &forced : nullptr;
+}
+int64_t round_down(int64_t value, int64_t multiple) {
+  return std::max(multiple, value / multiple * multiple);
+}
+} // namespace
+
+bool blocking_forced() {
+  return forced_blocking() != nullptr;
+}
+
+Blocking blocking_for(int mr, int nr, int bytes) {
+  if (const Blocking* forced = forced_blocking()) return blocking_for(mr, nr, bytes, forced->kc);
+  const int64_t kc = std::clamp<int64_t>(round_down(cache_sizes().l2 / 4 / (nr * bytes), 16), 64, 1024);
+  return blocking_for(mr, nr, bytes, kc);
+}
+
+Blocking blocking_for(int mr, int nr, int bytes, int64_t kc) {
+  if (const Blocking* forced = forced_blocking()) return {kc, round_down(forced->mc, mr), round_down(forced->nc, nr)};
   const CacheSizes& c = cache_sizes();
-  const int64_t kc = std::clamp<int64_t>(round_down(c.l2 / 4 / (nr * bytes), 16), 64, 1024);
   const int64_t mc = std::clamp<int64_t>(round_down(c.l2 / 2 / (kc * bytes), mr), mr, 4096);
   const int64_t nc = std::clamp<int64_t>(round_down(c.l3 / 4 / (kc * bytes), nr), nr, 16384);
   return {kc, mc, nc};

@@ -48,6 +48,10 @@ struct Blocking {
   int64_t kc, mc, nc;
 };
 Blocking blocking_for(int mr, int nr, int bytes);
+// The same with kc given (mc and nc follow from it): another tile can then
+// keep the k blocks, and so every rounding, of the tile kc was derived for.
+Blocking blocking_for(int mr, int nr, int bytes, int64_t kc);
+bool blocking_forced(); // MYLINEAROPS_BLOCKING is set
 
 // The instruction set `packed` uses for wide products, and why. Decided once
 // per process: MYLINEAROPS_ISA if set; otherwise the only FMA kernel this CPU

@@ -7,12 +7,14 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "../mylinearops.h"
 #include "../runtime.h"
 #include "cpu_features.h"
 #include "microkernel.h"
+#include "tuning.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -135,6 +137,7 @@ template <typename T>
 void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int MR, T* out) {
   switch (MR) { // a compile-time MR lets the compiler unroll the row loop
     case 6: return pack_a_panels<T, 6>(g, i0, mc, p0, kc, out);
+    case 8: return pack_a_panels<T, 8>(g, i0, mc, p0, kc, out);
     case 12: return pack_a_panels<T, 12>(g, i0, mc, p0, kc, out);
     default: MYLINEAROPS_CHECK(false, "mylinearops: no A packing for MR=", MR);
   }
@@ -241,13 +244,12 @@ thread_local GemmPlan last_plan;
 // pack block s+1 only after every thread has finished computing block s-1.
 // Products with few rows skip the packing (see "What to pack").
 template <typename T>
-void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk) {
+void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu::Blocking& blocks) {
   const int MR = uk.mr, NR = uk.nr;
   const int64_t m = g.m, n = g.n, k = g.k;
-  // Cache blocks from this CPU's caches; k and n split into equal blocks
-  // (with kc = 1024, k = 1100 becomes 552 + 548, not 1024 + 76: a thin last
-  // block would cost a whole pass over C for little work).
-  const cpu::Blocking blocks = cpu::blocking_for(MR, NR, sizeof(T));
+  // The cache blocks (from this CPU's caches, or tuned); k and n split into
+  // equal blocks (with kc = 1024, k = 1100 becomes 552 + 548, not 1024 + 76:
+  // a thin last block would cost a whole pass over C for little work).
   const int64_t mc_max = blocks.mc;
   // Fewer rows than this: read A and B in place (see "What to pack" below).
   // MYLINEAROPS_PACK=always|never overrides the rule, to measure it.
@@ -450,20 +452,38 @@ const cpu::MicroKernel<double>* narrow_avx512_kernel<double>() {
   return cpu::usable(cpu::Isa::Avx512) ? cpu::avx512_narrow_kernel_f64() : nullptr;
 }
 
+// A micro-kernel and the cache blocks to run it with.
+template <typename T>
+struct KernelChoice {
+  const cpu::MicroKernel<T>* kernel;
+  cpu::Blocking blocking;
+};
+
+template <typename T>
+KernelChoice<T> with_derived_blocks(const cpu::MicroKernel<T>* uk) {
+  return {uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T))};
+}
+
 // The preferred kernel (cpu_features.cpp: MYLINEAROPS_ISA, the only one, or
 // calibrated), but AVX-512's one-vector tile when C is no wider than it: the
 // MLP's 256 -> 10 layer would compute 32 columns to keep 10 with the
-// 12 x 32 tile, and 16 with the one-vector tile.
+// 12 x 32 tile, and 16 with the one-vector tile. Float products take the
+// tile and blocks the tuning search picked (tuning.cpp), double ones the
+// cache-derived blocks.
 template <typename T>
-const cpu::MicroKernel<T>* best_kernel(int64_t n) {
+KernelChoice<T> best_kernel(int64_t n) {
   const cpu::MicroKernel<T>* chosen = usable_kernel<T>(cpu::preferred_isa().isa);
   if (chosen == nullptr) chosen = usable_kernel<T>(cpu::Isa::Generic);
   MYLINEAROPS_CHECK(chosen != nullptr, "mylinearops: the generic micro-kernel is always available");
   if (std::string_view(chosen->isa) == "avx512") {
     const cpu::MicroKernel<T>* narrow = narrow_avx512_kernel<T>();
-    if (narrow != nullptr && n <= narrow->nr) chosen = narrow;
+    if (narrow != nullptr && n <= narrow->nr) return with_derived_blocks(narrow);
   }
-  return chosen;
+  if constexpr (std::is_same_v<T, float>) {
+    const cpu::Tuning& tuned = cpu::float_tuning();
+    if (std::string_view(tuned.kernel->isa) == chosen->isa) return {tuned.kernel, tuned.blocking};
+  }
+  return with_derived_blocks(chosen);
 }
 // [/book:cpu-isa-dispatch]
 
@@ -512,14 +532,16 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
       return gemm_reference(args);
     case Algo::CpuBlocked:
       return gemm_blocked(args);
-    case Algo::CpuPacked:
-      return gemm_packed(args, *best_kernel<T>(args.n));
+    case Algo::CpuPacked: {
+      const KernelChoice<T> choice = best_kernel<T>(args.n);
+      return gemm_packed(args, *choice.kernel, choice.blocking);
+    }
     case Algo::CpuPackedAvx512:
     case Algo::CpuPackedAvx2:
     case Algo::CpuPackedGeneric: {
       const cpu::MicroKernel<T>* uk = usable_kernel<T>(isa_of(algo));
       MYLINEAROPS_CHECK(uk != nullptr, "mylinearops: this CPU cannot run the requested micro-kernel");
-      return gemm_packed(args, *uk);
+      return gemm_packed(args, *uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T)));
     }
     default:
       MYLINEAROPS_CHECK(false, "mylinearops: not a CPU algo");
@@ -527,6 +549,10 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
 }
 
 template void cpu_gemm<float>(Algo, const GemmArgs<float>&);
+
+void cpu::gemm_packed_f32(const GemmArgs<float>& g, const cpu::MicroKernel<float>& uk, const cpu::Blocking& blocks) {
+  gemm_packed(g, uk, blocks);
+}
 template void cpu_gemm<double>(Algo, const GemmArgs<double>&);
 
 } // namespace mylinearops

@@ -42,6 +42,7 @@ struct FmaLoop {
 // Whether the running CPU can execute it is checked by the caller.
 const MicroKernel<float>* avx512_kernel_f32();
 const MicroKernel<double>* avx512_kernel_f64();
+const MicroKernel<float>* avx512_kernel_f32_8x48(); // a second float tile: 8 x 48 (three vectors wide)
 const MicroKernel<float>* avx512_narrow_kernel_f32(); // one vector wide: 12 x 16 floats
 const MicroKernel<double>* avx512_narrow_kernel_f64();
 const MicroKernel<float>* avx2_kernel_f32();

@@ -59,6 +59,11 @@ struct Avx512F64 {
 // 32 zmm registers: 12 x 2 accumulators + 2 B vectors + 1 broadcast.
 constexpr MicroKernel<float> kF32{"avx512", 12, 32, &microkernel<Avx512F32, 12, 2>};
 constexpr MicroKernel<double> kF64{"avx512", 12, 16, &microkernel<Avx512F64, 12, 2>};
+// Three vectors per row: 8 x 3 accumulators + 3 B vectors + 1 broadcast. Per k
+// step 3 loads and 8 broadcasts feed 24 FMAs (12 x 32: 2 loads, 12 broadcasts),
+// so fewer load slots per FMA; the tuning search (tuning.cpp) measures which
+// of the two is faster on the running CPU.
+constexpr MicroKernel<float> kF32Tile8x48{"avx512", 8, 48, &microkernel<Avx512F32, 8, 3>};
 // One vector per row, for C at most one vector wide (the MLP's 10 classes):
 // a 12 x 32 tile would compute 32 columns to keep 10.
 constexpr MicroKernel<float> kF32Narrow{"avx512", 12, 16, &microkernel<Avx512F32, 12, 1>};
@@ -78,6 +83,7 @@ constexpr FmaLoop kFmaLoop{"avx512", kFmaChains * Avx512F32::kWidth * 2, &fma_pe
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return &kF32; }
 const MicroKernel<double>* avx512_kernel_f64() { return &kF64; }
+const MicroKernel<float>* avx512_kernel_f32_8x48() { return &kF32Tile8x48; }
 const MicroKernel<float>* avx512_narrow_kernel_f32() { return &kF32Narrow; }
 const MicroKernel<double>* avx512_narrow_kernel_f64() { return &kF64Narrow; }
 const FmaLoop* avx512_fma_loop() { return &kFmaLoop; }
@@ -88,6 +94,7 @@ const FmaLoop* avx512_fma_loop() { return &kFmaLoop; }
 namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return nullptr; }
 const MicroKernel<double>* avx512_kernel_f64() { return nullptr; }
+const MicroKernel<float>* avx512_kernel_f32_8x48() { return nullptr; }
 const MicroKernel<float>* avx512_narrow_kernel_f32() { return nullptr; }
 const MicroKernel<double>* avx512_narrow_kernel_f64() { return nullptr; }
 const FmaLoop* avx512_fma_loop() { return nullptr; }

@@ -1,0 +1,199 @@
+// [book:cpu-tuning]
+// The tile and blocks of float products, chosen by timing them here. The
+// cache-derived blocks (cpu_features.cpp) and the 12 x 32 tile come from a
+// model of the CPU, which leaves out how a core schedules loads beside its
+// FMAs and how its prefetchers follow the panels. So at the first product the
+// library times a few candidates on one product and keeps the fastest, but
+// moves off the default only for a clear gain (kTuningMinGain), so that noise
+// does not pick.
+//
+// kc is never searched. The k blocks fix the order in which each element of C
+// adds up its products; mc, nc and the tile do not touch that order. Every
+// candidate therefore computes the same bits (the search checks it), and a
+// result never depends on what a noisy search picked.
+// [/book:cpu-tuning]
+#include "tuning.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mylinearops::cpu {
+
+std::vector<const MicroKernel<float>*> float_tiles(Isa isa) {
+  std::vector<const MicroKernel<float>*> tiles;
+  switch (isa) {
+    case Isa::Avx512: tiles = {avx512_kernel_f32(), avx512_kernel_f32_8x48()}; break;
+    case Isa::Avx2: tiles = {avx2_kernel_f32()}; break;
+    default: tiles = {generic_kernel_f32()};
+  }
+  tiles.erase(std::remove(tiles.begin(), tiles.end(), nullptr), tiles.end());
+  return tiles;
+}
+
+namespace {
+
+std::string tile_name(const MicroKernel<float>& uk) {
+  return std::to_string(uk.mr) + "x" + std::to_string(uk.nr);
+}
+
+std::string describe(const TuningCandidate& c) {
+  return tile_name(*c.kernel) + " with mc " + std::to_string(c.blocking.mc);
+}
+
+std::string env(const char* name) {
+  const char* raw = std::getenv(name);
+  return raw ? raw : "";
+}
+
+bool tuning_switched_off() {
+  const std::string value = env("MYLINEAROPS_TUNING");
+  if (value.empty() || value == "on") return false;
+  if (value == "off") return true;
+  throw std::invalid_argument(
+      "mylinearops: MYLINEAROPS_TUNING='" + value +
+      "' is not one of on, off (whether `packed` times candidate tiles and blocks at its first float product)");
+}
+
+// MYLINEAROPS_TILE, checked against the tiles of the instruction set in use.
+const MicroKernel<float>* forced_tile(Isa isa, const std::vector<const MicroKernel<float>*>& tiles) {
+  const std::string value = env("MYLINEAROPS_TILE");
+  if (value.empty()) return nullptr;
+  std::string names;
+  for (const auto* uk : tiles) {
+    if (value == tile_name(*uk)) return uk;
+    names += (names.empty() ? "" : ", ") + tile_name(*uk);
+  }
+  throw std::invalid_argument(
+      "mylinearops: MYLINEAROPS_TILE='" + value + "' is not a float tile of the " + isa_name(isa) +
+      " micro-kernels in use; choose one of " + names + " (MYLINEAROPS_ISA picks the instruction set)");
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The default first, then per tile its cache-derived mc and half of it, all
+// with the default tile's kc.
+std::vector<TuningCandidate> candidates_for(const std::vector<const MicroKernel<float>*>& tiles) {
+  const int bytes = sizeof(float);
+  const int64_t kc = blocking_for(tiles[0]->mr, tiles[0]->nr, bytes).kc;
+  std::vector<TuningCandidate> out;
+  for (const auto* uk : tiles) {
+    const Blocking derived = blocking_for(uk->mr, uk->nr, bytes, kc);
+    out.push_back({uk, derived});
+    Blocking half = derived;
+    half.mc = std::max<int64_t>(uk->mr, derived.mc / 2 / uk->mr * uk->mr);
+    if (half.mc != derived.mc) out.push_back({uk, half});
+  }
+  return out;
+}
+
+// Deterministic values in [-1, 1): a difference in rounding shows in the bits.
+void fill(std::vector<float>& values, uint32_t state) {
+  for (float& v : values) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
+}
+
+Tuning search() {
+  const auto start = std::chrono::steady_clock::now();
+  const Isa isa = preferred_isa().isa;
+  const std::vector<const MicroKernel<float>*> tiles = float_tiles(isa);
+  Tuning t{tiles.at(0), blocking_for(tiles[0]->mr, tiles[0]->nr, sizeof(float)), "", 0, 0, {}};
+  auto done = [&](std::string reason) {
+    t.reason = std::move(reason);
+    t.seconds = seconds_since(start);
+    return t;
+  };
+  const bool off = tuning_switched_off();
+  if (const MicroKernel<float>* tile = forced_tile(isa, tiles)) {
+    t.kernel = tile;
+    t.blocking = blocking_for(tile->mr, tile->nr, sizeof(float), t.blocking.kc);
+    return done("MYLINEAROPS_TILE=" + tile_name(*tile) + (blocking_forced() ? " and MYLINEAROPS_BLOCKING" : ""));
+  }
+  if (blocking_forced()) return done("MYLINEAROPS_BLOCKING");
+  if (off) return done("MYLINEAROPS_TUNING=off: the cache-derived blocks");
+  if (isa == Isa::Generic) return done("the portable micro-kernel: the cache-derived blocks (not searched)");
+  t.candidates = candidates_for(tiles);
+  if (t.candidates.size() == 1) return done("one candidate: the cache-derived blocks");
+
+  // One product that every tile covers without edges (m a multiple of 24, n of
+  // 96), with more rows than a thread's mc block and one k block.
+  const int64_t m = 1152, n = 576, k = t.blocking.kc;
+  std::vector<float> a(m * k), b(k * n), c(m * n), first(m * n);
+  fill(a, 1), fill(b, 2);
+  const GemmArgs<float> args{m, n, k, a.data(), k, 1, b.data(), n, 1, nullptr, 0, c.data()};
+  auto run = [&](const TuningCandidate& cand) {
+    const auto begin = std::chrono::steady_clock::now();
+    gemm_packed_f32(args, *cand.kernel, cand.blocking);
+    return seconds_since(begin);
+  };
+
+  // An untimed round: warms caches and threads, and checks the bits. The
+  // default's call first sizes the whole search; too slow (an emulated
+  // instruction set, a machine under load), and it is not run.
+  const size_t count = t.candidates.size();
+  const double first_call = run(t.candidates[0]);
+  first = c;
+  if (first_call * count * (kTuningMinRounds + 1) > 2 * kTuningBudgetSeconds) {
+    char reason[200];
+    std::snprintf(reason, sizeof reason,
+                  "not searched: a product took %.3f s, so %zu candidates would take over %.2f s", first_call, count,
+                  2 * kTuningBudgetSeconds);
+    return done(reason);
+  }
+  for (size_t i = 1; i < count; ++i) {
+    run(t.candidates[i]);
+    t.candidates[i].same_result = std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0;
+  }
+
+  // Timed rounds, interleaved, each starting at another candidate: a burst of
+  // load from elsewhere then slows every candidate alike.
+  std::vector<std::vector<double>> times(count);
+  const auto timing = std::chrono::steady_clock::now();
+  for (int round = 0; round < kTuningMaxRounds; ++round) {
+    for (size_t j = 0; j < count; ++j) {
+      const size_t i = (round + j) % count;
+      times[i].push_back(run(t.candidates[i]));
+    }
+    t.rounds = round + 1;
+    if (t.rounds >= kTuningMinRounds && seconds_since(timing) >= kTuningBudgetSeconds) break;
+  }
+  size_t best = 0;
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<double>& s = times[i];
+    std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
+    t.candidates[i].median_seconds = s[s.size() / 2];
+    if (t.candidates[i].same_result && t.candidates[i].median_seconds < t.candidates[best].median_seconds) best = i;
+  }
+  if (best == 0) {
+    return done("searched " + std::to_string(count) + " candidates: the cache-derived " + describe(t.candidates[0]) +
+                " was the fastest");
+  }
+  const double ratio = t.candidates[best].median_seconds / t.candidates[0].median_seconds;
+  const bool change = ratio * kTuningMinGain <= 1.0;
+  char reason[300];
+  std::snprintf(
+      reason, sizeof reason, "searched %zu candidates: %s took %.2fx the time of the cache-derived %s (%s %.0f%%)",
+      count, describe(t.candidates[best]).c_str(), ratio, describe(t.candidates[0]).c_str(),
+      change ? "taken: a gain of at least" : "default kept: a change needs a gain of", (kTuningMinGain - 1) * 100);
+  if (change) t.kernel = t.candidates[best].kernel, t.blocking = t.candidates[best].blocking;
+  return done(reason);
+}
+
+} // namespace
+
+const Tuning& float_tuning() {
+  static const Tuning tuning = search();
+  return tuning;
+}
+
+} // namespace mylinearops::cpu

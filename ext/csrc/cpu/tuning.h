@@ -1,0 +1,52 @@
+// The float tile and cache blocks `packed` uses, chosen by measurement on the
+// running CPU (tuning.cpp): a short search, once per process, over the tiles
+// of the preferred instruction set and a few row blocks (mc) around the
+// cache-derived one. ATen-free, like the rest of cpu/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../mylinearops.h"
+#include "cpu_features.h"
+#include "microkernel.h"
+
+namespace mylinearops::cpu {
+
+struct TuningCandidate {
+  const MicroKernel<float>* kernel;
+  Blocking blocking;
+  double median_seconds = 0; // per product, over the search's rounds (0: not timed)
+  bool same_result = true;   // bit for bit the default candidate's product
+};
+
+struct Tuning {
+  const MicroKernel<float>* kernel; // what `packed` runs for float products wider than one vector
+  Blocking blocking;
+  std::string reason;
+  double seconds = 0; // the search's own wall time
+  int rounds = 0;     // timed rounds per candidate
+  std::vector<TuningCandidate> candidates; // [0]: the cache-derived default
+};
+
+// Searched at the first call (thread-safe), then fixed for the process.
+// MYLINEAROPS_TILE ("12x32") and MYLINEAROPS_BLOCKING fix what they name and
+// skip the search; MYLINEAROPS_TUNING=off keeps the cache-derived defaults.
+const Tuning& float_tuning();
+
+// The search's limits. It times rounds until kTuningBudgetSeconds have passed
+// (at least kTuningMinRounds, at most kTuningMaxRounds), and does not start
+// when one product says that even the fewest rounds would take twice that:
+// about 2 budgets in all, at most. It moves
+// off the default only for a candidate at least kTuningMinGain times as fast.
+constexpr double kTuningBudgetSeconds = 0.2;
+constexpr int kTuningMinRounds = 3, kTuningMaxRounds = 9;
+constexpr double kTuningMinGain = 1.03;
+
+// The float tiles of `isa` this build has, its default first.
+std::vector<const MicroKernel<float>*> float_tiles(Isa isa);
+
+// The packed driver with a given tile and blocks (matmul_cpu.cpp).
+void gemm_packed_f32(const GemmArgs<float>& g, const MicroKernel<float>& uk, const Blocking& blocks);
+
+} // namespace mylinearops::cpu
