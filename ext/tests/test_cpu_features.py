@@ -25,12 +25,18 @@ from conftest import EXT_DIR, assert_close_to_reference, cpp_error, reference
 
 
 
+def child_env(base: dict[str, str], **env: str) -> dict[str, str]:
+    """`base` with `env` set, for a child that must import the same mylinearops as this process."""
+    out = {**base, **env}
+    if mylinearops.build_info()["loaded_from"] == "jit":  # the child must find the same build
+        out.setdefault("PYTHONPATH", str(EXT_DIR))
+    return out
+
+
 def run_child(code: str, **env: str) -> subprocess.CompletedProcess:
     """Run `code` in a fresh Python that imports the same mylinearops as this process."""
-    child_env = {**os.environ, **env}
-    if mylinearops.build_info()["loaded_from"] == "jit":  # the child must find the same build
-        child_env.setdefault("PYTHONPATH", str(EXT_DIR))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=child_env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=child_env(dict(os.environ), **env))
 
 
 def test_cache_sizes_come_from_the_os_and_set_the_blocks():
@@ -371,11 +377,9 @@ TUNING_SWITCHES = ("MYLINEAROPS_TUNING", "MYLINEAROPS_TILE", "MYLINEAROPS_BLOCKI
 def run_tuning_children(envs: list[dict[str, str]]) -> list[dict]:
     """TUNING_CHILD in one fresh process per environment, side by side; each one's report."""
     base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
-    if mylinearops.build_info()["loaded_from"] == "jit":
-        base.setdefault("PYTHONPATH", str(EXT_DIR))
     children = [
         subprocess.Popen([sys.executable, "-c", TUNING_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env={**base, **env})
+                         text=True, env=child_env(base, **env))
         for env in envs
     ]
     reports = []
