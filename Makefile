@@ -128,11 +128,8 @@ define scratch_ext_tests
 	cp -r ext/. $(1)/
 	rm -rf $(1)/build $(1)/*.egg-info && find $(1) -name '*.so' -delete
 	cd $(1) && $(2) MYLINEAROPS_CUDA=0 $(abspath $(PY)) setup.py -q build_ext --inplace
-	cd $(1) && $(3) MYLINEAROPS_CUDA=0 PYTHONPATH=. $(abspath $(PY)) -m pytest -q -p no:cacheprovider -k "$(SCRATCH_SKIP)" tests
+	cd $(1) && $(3) MYLINEAROPS_CUDA=0 PYTHONPATH=. $(abspath $(PY)) -m pytest -q -p no:cacheprovider tests
 endef
-# Two tests build something of their own with the default compiler, whatever the scratch build
-# used: a JIT build of ext/ and the CUDA emulator. make test runs them; here they would repeat it.
-SCRATCH_SKIP := not test_jit_build_and_reload and not test_cuda_kernels_on_cpu_emulator
 
 CLANG_DIR := _build/clang-ext
 test-clang: setup

@@ -28,14 +28,12 @@ LONGEST_FIRST = (
     "chapters/setup.ipynb",
     "chapters/when_to_write_an_op.ipynb",
 )
-# Tests that use what a chapter above builds (the same wheels, JIT build and C++ programs, each
-# built once under a lock): started last, they find it built instead of waiting for the lock
+# Tests that use what a chapter above builds (the same wheels and C++ programs, each built once
+# under a lock): started last, they find it built instead of waiting for the lock
 # (test_shipping waited 144 s for the chapter's wheels when both started first).
 AFTER_THE_CHAPTERS = (
-    "ext/tests/test_cuda_kernels_emulated.py",
     "tests/test_cpp_inference.py",
     "tests/test_shipping.py",
-    "ext/tests/test_build.py",
 )
 
 
