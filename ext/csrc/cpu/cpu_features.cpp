@@ -290,13 +290,19 @@ IsaChoice choose_isa() {
     const Isa only = usable(Isa::Avx512) ? Isa::Avx512 : usable(Isa::Avx2) ? Isa::Avx2 : Isa::Generic;
     return {only, std::string("the widest instruction set this CPU has")};
   }
-  // Both: time them in alternation (a burst of load from another process then
-  // hits both) and keep each one's best of five rounds.
+  // Both: time them in alternation, each one's best of many short bursts. A
+  // burst that loses its core to another process reads slow; the best is one
+  // that kept it. Bursts far shorter than a time slice (a few ms) mostly keep
+  // it, and alternating the order keeps one kernel's bursts from always
+  // falling at a slice's end (with five 2 ms bursts, wide first, a loaded
+  // Zen 4 read AVX-512 at 1/3 of AVX2's speed in most processes).
   KernelProbe wide(float_kernel_for(Isa::Avx512)), narrow(float_kernel_for(Isa::Avx2));
   double best_wide = 0, best_narrow = 0;
-  for (int round = 0; round < 5; ++round) {
-    best_wide = std::max(best_wide, wide.gflops(0.002));
-    best_narrow = std::max(best_narrow, narrow.gflops(0.002));
+  for (int round = 0; round < 20; ++round) { // wide, narrow, narrow, wide: 20 ms in all
+    best_wide = std::max(best_wide, wide.gflops(0.00025));
+    best_narrow = std::max(best_narrow, narrow.gflops(0.00025));
+    best_narrow = std::max(best_narrow, narrow.gflops(0.00025));
+    best_wide = std::max(best_wide, wide.gflops(0.00025));
   }
   const bool wide_wins = best_wide >= kAvx512MinSpeedup * best_narrow;
   char reason[200];
