@@ -16,17 +16,17 @@ from collections import defaultdict
 # first; files under about 30 s keep their collection order after these. `--durations=N` prints
 # the current figures (the "slowest files" table) when this list needs updating.
 LONGEST_FIRST = (
-    "chapters/data_to_deployment.ipynb",  # 314 s: training, AOTInductor, a C++ build
-    "chapters/shipping_the_extension.ipynb",  # 149 s (310 s if `make wheel` did not run first)
-    "chapters/building_and_testing.ipynb",  # 131 s: a JIT build
-    "tests/test_site.py",  # 118 s: a browser opens every page (and builds the site, without BOOK_SITE_DIR)
-    "chapters/making_kernels_fast.ipynb",  # 93 s: benchmarks
-    "chapters/resnet.ipynb",
+    "chapters/data_to_deployment.ipynb",  # 204 s: training, AOTInductor, a C++ build
+    "chapters/building_and_testing.ipynb",  # 93 s: a JIT build
+    "chapters/shipping_the_extension.ipynb",  # 89 s (more if `make wheel` did not run first)
+    "chapters/making_kernels_fast.ipynb",  # 75 s: benchmarks
+    "tests/test_site.py",  # 48 s: a browser opens every page (and builds the site, without BOOK_SITE_DIR)
     "chapters/writing_the_extension.ipynb",
-    "chapters/alexnet.ipynb",
+    "chapters/resnet.ipynb",
     "ext/tests/test_cpu_features.py",
-    "chapters/setup.ipynb",
     "chapters/when_to_write_an_op.ipynb",
+    "chapters/alexnet.ipynb",
+    "chapters/setup.ipynb",
 )
 # Tests that use what a chapter above builds (the same wheels and C++ programs, each built once
 # under a lock): started last, they find it built instead of waiting for the lock
