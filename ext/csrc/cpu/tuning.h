@@ -17,6 +17,7 @@ struct TuningCandidate {
   const MicroKernel<float>* kernel;
   Blocking blocking;
   double median_seconds = 0; // per product, over the search's rounds (0: not timed)
+  int wins = 0;              // timed rounds in which it beat the default (0 for the default)
   bool same_result = true;   // bit for bit the default candidate's product
 };
 
@@ -37,11 +38,18 @@ const Tuning& float_tuning();
 // The search's limits. It times rounds until kTuningBudgetSeconds have passed
 // (at least kTuningMinRounds, at most kTuningMaxRounds), and does not start
 // when one product says that even the fewest rounds would take twice that:
-// about 2 budgets in all, at most. It moves
-// off the default only for a candidate at least kTuningMinGain times as fast.
+// about 2 budgets in all, at most. It moves off the default only for a
+// candidate at least kTuningMinGain times as fast in the median that also won
+// so many rounds that a coin flip per round would do as well with a chance of
+// at most kTuningMaxNoiseChance (a one-sided sign test: 5 of 5 rounds, 7 of 8,
+// 8 of 9).
 constexpr double kTuningBudgetSeconds = 0.2;
-constexpr int kTuningMinRounds = 3, kTuningMaxRounds = 9;
+constexpr int kTuningMinRounds = 5, kTuningMaxRounds = 9;
 constexpr double kTuningMinGain = 1.03;
+constexpr double kTuningMaxNoiseChance = 0.05;
+
+// The chance of at least `wins` heads in `rounds` fair coin flips.
+double sign_test_chance(int wins, int rounds);
 
 // The float tiles of `isa` this build has, its default first.
 std::vector<const MicroKernel<float>*> float_tiles(Isa isa);
