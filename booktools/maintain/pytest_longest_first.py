@@ -23,7 +23,6 @@ LONGEST_FIRST = (
     "tests/test_site.py",  # 48 s: a browser opens every page (and builds the site, without BOOK_SITE_DIR)
     "chapters/writing_the_extension.ipynb",
     "chapters/resnet.ipynb",
-    "ext/tests/test_cpu_features.py",
     "chapters/when_to_write_an_op.ipynb",
     "chapters/alexnet.ipynb",
     "chapters/setup.ipynb",

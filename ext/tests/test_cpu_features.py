@@ -3,7 +3,7 @@
 Cache sizes come from the operating system, the micro-kernel from a measurement (or
 MYLINEAROPS_ISA), the blocking from the caches (or MYLINEAROPS_BLOCKING), and the packed
 driver packs each operand at most once per call. Environment switches are read once per
-process, so those tests run a child process.
+process, so those tests run a child process (fresh_process.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import math
 import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import torch
 import mylinearops
 
 from conftest import EXT_DIR, assert_close_to_reference, cpp_error, reference
+from fresh_process import run_children
 
 
 
@@ -35,9 +35,8 @@ def child_env(base: dict[str, str], **env: str) -> dict[str, str]:
 
 
 def run_child(code: str, **env: str) -> subprocess.CompletedProcess:
-    """Run `code` in a fresh Python that imports the same mylinearops as this process."""
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=child_env(dict(os.environ), **env))
+    """Run `code` in a fresh process that imports the same mylinearops as this process."""
+    return run_children([(textwrap.dedent(code), child_env(dict(os.environ), **env))])[0]
 
 
 def test_cache_sizes_come_from_the_os_and_set_the_blocks():
@@ -378,16 +377,10 @@ TUNING_SWITCHES = ("MYLINEAROPS_TUNING", "MYLINEAROPS_TILE", "MYLINEAROPS_BLOCKI
 def run_tuning_children(envs: list[dict[str, str]]) -> list[dict]:
     """TUNING_CHILD in one fresh process per environment, side by side; each one's report."""
     base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
-    children = [
-        subprocess.Popen([sys.executable, "-c", TUNING_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=child_env(base, **env))
-        for env in envs
-    ]
     reports = []
-    for child, env in zip(children, envs):
-        stdout, stderr = child.communicate()
-        assert child.returncode == 0, (env, stderr)
-        reports.append(json.loads(stdout.splitlines()[-1]))
+    for env, child in zip(envs, run_children([(TUNING_CHILD, child_env(base, **env)) for env in envs])):
+        assert child.returncode == 0, (env, child.stderr)
+        reports.append(json.loads(child.stdout.splitlines()[-1]))
     return reports
 
 
