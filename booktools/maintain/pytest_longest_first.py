@@ -16,11 +16,11 @@ from collections import defaultdict
 # first; files under about 30 s keep their collection order after these. `--durations=N` prints
 # the current figures (the "slowest files" table) when this list needs updating.
 LONGEST_FIRST = (
-    "chapters/data_to_deployment.ipynb",  # 204 s: training, AOTInductor, a C++ build
-    "chapters/building_and_testing.ipynb",  # 93 s: a JIT build
-    "chapters/shipping_the_extension.ipynb",  # 89 s (more if `make wheel` did not run first)
-    "chapters/making_kernels_fast.ipynb",  # 75 s: benchmarks
-    "tests/test_site.py",  # 48 s: a browser opens every page (and builds the site, without BOOK_SITE_DIR)
+    "chapters/data_to_deployment.ipynb",  # 194 s: training, AOTInductor, a C++ build
+    "chapters/building_and_testing.ipynb",  # 112 s: a JIT build
+    "chapters/shipping_the_extension.ipynb",  # 87 s (more if `make wheel` did not run first)
+    "chapters/making_kernels_fast.ipynb",  # 79 s: benchmarks
+    "tests/test_site.py",  # 49 s: a browser opens every page (and builds the site, without BOOK_SITE_DIR)
     "chapters/writing_the_extension.ipynb",
     "chapters/resnet.ipynb",
     "chapters/when_to_write_an_op.ipynb",
