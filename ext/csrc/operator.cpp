@@ -251,7 +251,8 @@ std::string cpu_info() {
     out << ";blocking_" << uk->isa << "=" << uk->mr << "," << uk->nr << "," << b.kc << "," << b.mc << "," << b.nc;
   }
   // What the tuning search picked for float products, and what it timed:
-  // candidates as "tile/kc/mc/nc/median seconds/same result/wins" joined by ",".
+  // candidates as "tile/kc/mc/nc/median seconds/same result/wins/noise chance"
+  // joined by ",", the chance being the sign test's for its wins.
   const cpu::Tuning& tuning = cpu::float_tuning();
   out << ";tuning_isa=" << tuning.kernel->isa << ";tuning_tile=" << tuning.kernel->mr << "x" << tuning.kernel->nr
       << ";tuning_kc=" << tuning.blocking.kc << ";tuning_mc=" << tuning.blocking.mc
@@ -260,7 +261,8 @@ std::string cpu_info() {
   for (size_t i = 0; i < tuning.candidates.size(); ++i) {
     const cpu::TuningCandidate& c = tuning.candidates[i];
     out << (i ? "," : "") << c.kernel->mr << "x" << c.kernel->nr << "/" << c.blocking.kc << "/" << c.blocking.mc
-        << "/" << c.blocking.nc << "/" << c.median_seconds << "/" << c.same_result << "/" << c.wins;
+        << "/" << c.blocking.nc << "/" << c.median_seconds << "/" << c.same_result << "/" << c.wins
+        << "/" << cpu::sign_test_chance(c.wins, tuning.rounds);
   }
   return out.str();
 }

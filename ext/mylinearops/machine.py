@@ -85,8 +85,8 @@ def cpu_info() -> dict[str, object]:
     tuning["reason"] = str(tuning["reason"])
     tuning["candidates"] = [
         {"tile": tile, "kc": int(kc), "mc": int(mc), "nc": int(nc), "median_seconds": float(median),
-         "same_result": same == "1", "wins": int(wins)}
-        for tile, kc, mc, nc, median, same, wins in (item.split("/") for item in str(tuning["candidates"]).split(",") if item)
+         "same_result": same == "1", "wins": int(wins), "noise_chance": float(chance)}
+        for tile, kc, mc, nc, median, same, wins, chance in (item.split("/") for item in str(tuning["candidates"]).split(",") if item)
     ]
     info["tuning"] = tuning
     return info
@@ -96,8 +96,9 @@ def tuning_info() -> dict[str, object]:
     """The float tile and cache blocks `packed` uses here, and why: ``isa``, ``tile`` ("12x32"),
     ``kc``, ``mc``, ``nc``, ``reason``, the search's ``seconds`` and timed ``rounds``, and the
     ``candidates`` it timed (tile, blocks, median seconds per product, whether its result
-    was bit for bit the default's, and ``wins``: in how many rounds it beat the default, the
-    two timed in the same round). Searched once per process, at the first float product or
+    was bit for bit the default's, ``wins``: in how many rounds it beat the default, the
+    two timed in the same round, and ``noise_chance``: the chance that a fair coin per round
+    wins as often, the sign test the search applies). Searched once per process, at the first float product or
     the first call of this (csrc/cpu/tuning.cpp); MYLINEAROPS_TILE, MYLINEAROPS_BLOCKING and
     MYLINEAROPS_TUNING=off override it."""
     return cpu_info()["tuning"]
