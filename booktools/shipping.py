@@ -156,7 +156,8 @@ def build_wheel(abi: str, cuda: bool = False, dest: Path | None = None) -> Path:
                 # A copy of ext/: builds of different ABIs must not share ext/build/.
                 source = Path(tmp) / "ext"
                 shutil.copytree(EXT_DIR, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so", ".jit-build", "__pycache__", "bench", "tests"))
-                env = {**os.environ, "MYLINEAROPS_ABI": abi, "MYLINEAROPS_CUDA": "1" if cuda else "0"}
+                env = {**os.environ, "MYLINEAROPS_ABI": abi, "MYLINEAROPS_CUDA": "1" if cuda else "0",
+                       "MYLINEAROPS_DEBUG_INFO": "0"}  # a wheel to distribute carries no debug information
                 start = time.perf_counter()
                 result = subprocess.run(
                     [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",

@@ -61,6 +61,14 @@ def test_stable_library_calls_torch_only_through_the_c_shim(stable_wheel, regula
     assert len(undefined_torch_cpp_symbols(regular_wheel)) > 50
 
 
+def test_wheels_carry_no_debug_information(stable_wheel, regular_wheel):
+    # Python's own CFLAGS, which setuptools passes to every extension, include -g.
+    for wheel in (stable_wheel, regular_wheel):
+        (library,) = shipping.unpacked(wheel).glob("mylinearops/_C*.so")
+        sections = subprocess.run(["readelf", "-S", "--wide", str(library)], capture_output=True, text=True, check=True)
+        assert ".debug_info" not in sections.stdout, wheel.name
+
+
 def test_wheel_metadata_tells_pip_what_each_build_needs(stable_wheel, regular_wheel):
     stable, regular = wheel_metadata(stable_wheel), wheel_metadata(regular_wheel)
     assert stable["Tag"] == ["cp39-abi3-linux_x86_64"]

@@ -266,13 +266,25 @@ def simde_flags() -> list[str]:
     return ["-DMYLINEAROPS_AVX512_VIA_SIMDE", "-Wno-psabi"]
 
 
+def debug_info() -> bool:
+    """MYLINEAROPS_DEBUG_INFO=1: compile the C++ with debug information, for a debugger or a
+    profiler's source lines; 0 (default): without."""
+    value = os.environ.get("MYLINEAROPS_DEBUG_INFO", "0").strip()
+    if value not in ("0", "1", ""):
+        raise ValueError(f"MYLINEAROPS_DEBUG_INFO={value!r} is not 0 or 1")
+    return value == "1"
+
+
 def cxx_flags(with_cuda: bool, abi_name: str = "regular") -> list[str]:
     # OpenMP: our driver's thread team and at::parallel_for (a header template)
     # both need it; compiled without it they silently run on one thread. No
     # -march=native: the AVX2 and AVX-512 micro-kernels are compiled per file
-    # and chosen at run time. simde_flags(): only in the test build that emulates
-    # the AVX-512 kernels on any CPU (MYLINEAROPS_AVX512_VIA_SIMDE=1).
-    flags = ["-O3", *openmp_flags(), *abi_flags(abi_name), *simde_flags()]
+    # and chosen at run time. -g0: setuptools compiles an extension with the
+    # flags Python itself was built with, -g among them; the debug information
+    # of torch's headers makes the library many times larger and its compile
+    # slower. simde_flags(): only in the test build that emulates the AVX-512
+    # kernels on any CPU (MYLINEAROPS_AVX512_VIA_SIMDE=1).
+    flags = ["-O3", "-g" if debug_info() else "-g0", *openmp_flags(), *abi_flags(abi_name), *simde_flags()]
     if with_cuda:
         flags.append("-DMYLINEAROPS_WITH_CUDA")
     return flags

@@ -44,13 +44,18 @@ ALGOS: dict[str, tuple[str, ...]] = {"cpu": _INFO["cpu_algos"], "cuda": _INFO["c
 
 def build_info() -> dict[str, object]:
     """How the loaded library was built: abi (regular or stable), with_cuda, algos, CPU
-    micro-kernels, compiler, openmp, avx512_emulated (a test build, see ext/README.md), origin."""
+    micro-kernels, compiler, openmp, avx512_emulated (a test build, see ext/README.md), origin
+    (loaded_from: package or jit) and the library's file."""
     from . import _LOADED_FROM, jit
 
     info = dict(_INFO)
     info["loaded_from"] = _LOADED_FROM
     if _LOADED_FROM == "jit":
         info["library"] = jit._loaded.get("path")
+    else:
+        from . import _C
+
+        info["library"] = _C.__file__
     return info
 
 

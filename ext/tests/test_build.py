@@ -19,6 +19,7 @@ from mylinearops import _build_config as cfg
 def test_build_info():
     info = mylinearops.build_info()
     assert info["loaded_from"] in ("package", "jit")
+    assert Path(info["library"]).is_file()
     assert "generic" in info["cpu_microkernels"]
     assert info["compiler"].split()[0] in ("gcc", "clang") and isinstance(info["openmp"], bool)
 
@@ -57,6 +58,17 @@ def test_avx512_emulation_switch(monkeypatch):
     monkeypatch.setenv("MYLINEAROPS_AVX512_VIA_SIMDE", "yes")
     with pytest.raises(ValueError, match=r"MYLINEAROPS_AVX512_VIA_SIMDE='yes' is not 0 or 1"):
         cfg.simde_flags()
+
+
+def test_debug_info_switch(monkeypatch):
+    # setuptools puts Python's CFLAGS (-g among them) first and these last, so these decide
+    # (tests/test_shipping.py checks the built libraries).
+    for value, expected in [("0", "-g0"), ("", "-g0"), ("1", "-g")]:
+        monkeypatch.setenv("MYLINEAROPS_DEBUG_INFO", value)
+        assert expected in cfg.cxx_flags(False) and expected in cfg.cxx_flags(True, "stable")
+    monkeypatch.setenv("MYLINEAROPS_DEBUG_INFO", "yes")
+    with pytest.raises(ValueError, match=r"MYLINEAROPS_DEBUG_INFO='yes' is not 0 or 1"):
+        cfg.cxx_flags(False)
 
 
 def test_avx512_emulation_without_simde_says_what_to_install(monkeypatch):
