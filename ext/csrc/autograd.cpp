@@ -10,9 +10,10 @@
 // gradient: several microseconds per call, a real share of the MLP's small
 // batch-128 products (the chapter "When to write your own operator" measures
 // it against the products and the training step).
-#include <ATen/ATen.h>
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS // only the headers used (mylinearops.cpp says why)
+#include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include <optional>

@@ -2,7 +2,14 @@
 // TORCH_LIBRARY. It turns tensors into Operands for the shared operator
 // layer (operator.h: checks, algo names, the call into the kernels), so the
 // stable-ABI build (stable/mylinearops_stable.cpp) behaves the same.
-#include <ATen/ATen.h>
+//
+// Only the headers used, as in PyTorch's own sources: at::Tensor with its
+// methods, and one header per free function (ATen/ops/). ATen/ATen.h declares
+// every ATen operator, parsed on every build and never used here;
+// TORCH_ASSERT_ONLY_METHOD_OPERATORS makes including it an error.
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
