@@ -139,3 +139,17 @@ def test_the_tested_colab_runtime_names_its_source():
     pins = colab.colab_pins()
     assert {"torch", "torchvision", "numpy", "pandas", "ipykernel", "pip"} <= set(pins)
     assert all(re.fullmatch(r"[0-9][0-9A-Za-z.]*", v) for v in pins.values()), pins
+
+
+def test_the_colab_pass_reports_changes_to_colabs_own_packages():
+    """A bootstrap may add packages and raise a chapter package's floor; a change to anything
+    else Colab ships (torch above all, or a dependency pulled up by an install) fails the pass."""
+    from booktools.maintain.colab_runtime import changed_preinstalled
+
+    before = "torch==2.11.0\ntraitlets==5.7.1\nduckdb==1.3.2\nPyYAML==6.0.2\n"
+    added_and_raised = before.replace("duckdb==1.3.2", "duckdb==2.0.0") + "myst-nb==1.4.0\n"
+    assert changed_preinstalled(before, added_and_raised) == []
+    pulled_up = added_and_raised.replace("traitlets==5.7.1", "traitlets==5.16.1")
+    assert changed_preinstalled(before, pulled_up) == ["traitlets 5.7.1 -> 5.16.1"]
+    replaced = before.replace("torch==2.11.0\n", "")
+    assert changed_preinstalled(before, replaced) == ["torch 2.11.0 -> removed"]

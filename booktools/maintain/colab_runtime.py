@@ -31,8 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
+from packaging.utils import canonicalize_name
 
-from booktools.colab import BOOTSTRAP_TAG, colab_pins, freeze_file
+from booktools.colab import BOOTSTRAP_TAG, CHAPTER_PACKAGES, colab_pins, freeze_file
 from booktools.maintain.notebooks import (
     RAISES_TAG,
     all_notebooks,
@@ -243,6 +244,34 @@ def _book_source(workdir: Path) -> str:
     return snapshot.as_uri()
 
 
+def _versions(freeze: str) -> dict[str, str]:
+    """{canonical name: version} from the output of `pip freeze`."""
+    pairs = (line.partition("==") for line in freeze.splitlines())
+    return {canonicalize_name(name): version.strip() for name, sep, version in pairs if sep}
+
+
+def changed_preinstalled(before: str, after: str) -> list[str]:
+    """The packages of the runtime as made (`before`, a freeze) whose version a run changed or
+    removed, other than the chapter packages the bootstrap installs on purpose (CHAPTER_PACKAGES):
+    on Colab such a change replaces a package that Colab's own code was tested with."""
+    old, new = _versions(before), _versions(after)
+    chosen = {canonicalize_name(name) for name in CHAPTER_PACKAGES}
+    return [f"{name} {version} -> {new.get(name, 'removed')}" for name, version in sorted(old.items())
+            if name not in chosen and new.get(name) != version]
+
+
+def _preinstalled_constraints() -> Path:
+    """Colab's versions of everything but the chapter packages, as pip constraints. Colab has all
+    of its freeze installed, this venv only what the chapters need; so that pip, resolving what
+    the bootstrap installs, picks Colab's release of a dependency (as it keeps a preinstalled one
+    on Colab) instead of the newest."""
+    chosen = {canonicalize_name(name) for name in CHAPTER_PACKAGES}
+    path = BUILD_DIR / "colab-preinstalled.txt"
+    path.write_text("".join(f"{name}=={version}\n" for name, version in colab_pins().items()
+                            if canonicalize_name(name) not in chosen))
+    return path
+
+
 def kernel_environment(content: Path, book_repo: str) -> dict:
     """The kernel's environment: this machine's, minus the book's venv, plus what Colab sets."""
     env = {k: v for k, v in os.environ.items()
@@ -255,6 +284,7 @@ def kernel_environment(content: Path, book_repo: str) -> dict:
         # The CPU kernels show the extension builds and loads; nvcc would add minutes per build.
         MYLINEAROPS_CUDA="0",
         PIP_CONFIG_FILE=os.devnull,  # pip as on Colab: PyPI, not this machine's settings
+        PIP_CONSTRAINT=str(_preinstalled_constraints()),
         # Two chapters share the cores (LANES): OpenMP threads sleep at a barrier instead of
         # spinning on a core the other kernel's threads need. Scheduling only; no result changes.
         OMP_WAIT_POLICY="PASSIVE",
@@ -291,7 +321,11 @@ def run(chapters: list[Path]) -> int:
     reports = {path.stem: run_one(path) for path in first}
     with ThreadPoolExecutor(LANES) as lanes:
         reports |= dict(zip((p.stem for p in rest), lanes.map(run_one, rest)))
-    failed = any(r["raised"] or r["did_not_raise"] for r in reports.values())
+    changed = changed_preinstalled((VENV_DIR / ".installed").read_text(), _installed())
+    if changed:
+        print("CHANGED Colab's own packages (the bootstraps may only add, or raise a chapter package):",
+              ", ".join(changed))
+    failed = bool(changed) or any(r["raised"] or r["did_not_raise"] for r in reports.values())
     reports = dict(sorted(reports.items()))
     (BUILD_DIR / "report.json").write_text(json.dumps(reports, indent=1))
     print(f"{len(chapters)} chapters; report: {(BUILD_DIR / 'report.json').relative_to(REPO_ROOT)}")
