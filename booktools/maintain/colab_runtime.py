@@ -244,6 +244,10 @@ def _book_source(workdir: Path) -> str:
     return snapshot.as_uri()
 
 
+# The packages a bootstrap installs on purpose (booktools.colab), by canonical name.
+_CHAPTER_PACKAGES = {canonicalize_name(name) for name in CHAPTER_PACKAGES}
+
+
 def _versions(freeze: str) -> dict[str, str]:
     """{canonical name: version} from the output of `pip freeze`."""
     pairs = (line.partition("==") for line in freeze.splitlines())
@@ -255,9 +259,8 @@ def changed_preinstalled(before: str, after: str) -> list[str]:
     removed, other than the chapter packages the bootstrap installs on purpose (CHAPTER_PACKAGES):
     on Colab such a change replaces a package that Colab's own code was tested with."""
     old, new = _versions(before), _versions(after)
-    chosen = {canonicalize_name(name) for name in CHAPTER_PACKAGES}
     return [f"{name} {version} -> {new.get(name, 'removed')}" for name, version in sorted(old.items())
-            if name not in chosen and new.get(name) != version]
+            if name not in _CHAPTER_PACKAGES and new.get(name) != version]
 
 
 def _preinstalled_constraints() -> Path:
@@ -265,10 +268,9 @@ def _preinstalled_constraints() -> Path:
     of its freeze installed, this venv only what the chapters need; so that pip, resolving what
     the bootstrap installs, picks Colab's release of a dependency (as it keeps a preinstalled one
     on Colab) instead of the newest."""
-    chosen = {canonicalize_name(name) for name in CHAPTER_PACKAGES}
     path = BUILD_DIR / "colab-preinstalled.txt"
     path.write_text("".join(f"{name}=={version}\n" for name, version in colab_pins().items()
-                            if canonicalize_name(name) not in chosen))
+                            if canonicalize_name(name) not in _CHAPTER_PACKAGES))
     return path
 
 
