@@ -63,9 +63,12 @@ CPU_KERNEL_CHAPTERS := $(filter-out chapters/sql_%,$(wildcard chapters/*.ipynb))
 # threads each on two cores, a spinning thread holds the core its partner needs (a small conv
 # net's training step took 2.4x as long as alone; sleeping, 1.6x for two at once). The thread
 # count, and so every result, stays as it is.
+# torch.compile compiles in the kernel's own process: by default each kernel that compiles starts
+# a pool of compile workers, each a Python that imports torch (2-3 s of CPU per notebook), which
+# on two busy cores only adds processes. The generated code is the same.
 JOBS ?= 2
 WORKERS := -n $(JOBS) --dist loadfile --no-loadscope-reorder
-PARALLEL := OMP_WAIT_POLICY=PASSIVE
+PARALLEL := OMP_WAIT_POLICY=PASSIVE TORCHINDUCTOR_COMPILE_THREADS=1
 
 setup: $(STAMP) $(EXT_STAMP)
 

@@ -288,8 +288,10 @@ def kernel_environment(content: Path, book_repo: str) -> dict:
         PIP_CONFIG_FILE=os.devnull,  # pip as on Colab: PyPI, not this machine's settings
         PIP_CONSTRAINT=str(_preinstalled_constraints()),
         # Two chapters share the cores (LANES): OpenMP threads sleep at a barrier instead of
-        # spinning on a core the other kernel's threads need. Scheduling only; no result changes.
+        # spinning on a core the other kernel's threads need; torch.compile compiles in the
+        # kernel's process instead of starting a pool of workers. Scheduling only; no result changes.
         OMP_WAIT_POLICY="PASSIVE",
+        TORCHINDUCTOR_COMPILE_THREADS="1",
     )
     return env
 
