@@ -136,21 +136,29 @@ def test_fma_loop_reports_the_work_it_did():
     assert torch.ops.mylinearops.cpu_fma_loop("generic", 1, 1000) == 1000 * per_iteration
 
 
-def best_of_rounds(measures: dict, rounds: int = 5) -> dict:
+def best_of_rounds(measures: dict, rounds: int = 5, *, until=None, max_rounds: int = 40) -> dict:
     """The best of `rounds` readings of each measurement, taken in alternation. A speed on one
     core is the best it can do: another process holding the core (CI builds beside these tests)
     then slows one round of one measurement, not the comparison (single readings once gave
-    avx2 28.1 vs generic 27.4 GFLOP/s, and a generic micro-kernel 1.8x its own ceiling)."""
+    avx2 28.1 vs generic 27.4 GFLOP/s, and a generic micro-kernel 1.8x its own ceiling).
+    With `until`, rounds go on (to `max_rounds`) until `until(best)` holds: in CI, with three
+    jobs on two cores, all five 10 ms avx2 readings once stayed below the generic ones (40.6
+    vs 47.3 GFLOP/s). Load can only delay the answer; a kernel that is really slower never
+    gets there, and the caller's assertion then fails."""
     best = dict.fromkeys(measures, 0.0)
-    for _ in range(rounds):
+    for done in range(1, max_rounds + 1):
         for name, measure in measures.items():
             best[name] = max(best[name], measure())
+        if done >= rounds and (until is None or until(best)):
+            break
     return best
 
 
 def test_fma_peak_and_clock_are_measured():
     isas = mylinearops.build_info()["cpu_microkernels"]
-    peaks = best_of_rounds({isa: lambda isa=isa: mylinearops.fma_peak_gflops(isa, 1, seconds=0.01) for isa in isas})
+    avx2_clear = lambda best: "avx2" not in best or best["avx2"] > 1.3 * best["generic"]
+    peaks = best_of_rounds({isa: lambda isa=isa: mylinearops.fma_peak_gflops(isa, 1, seconds=0.01) for isa in isas},
+                           until=avx2_clear)
     assert all(p > 0 for p in peaks.values())
     if "avx2" in peaks:  # 8-wide FMAs against 4-wide multiply + add: well over 1.3x
         assert peaks["avx2"] > 1.3 * peaks["generic"]
@@ -176,7 +184,7 @@ def test_microkernel_alone_is_measured_against_its_ceiling():
     best = best_of_rounds({
         **{("alone", isa): lambda isa=isa: mylinearops.microkernel_gflops(isa, seconds=0.01) for isa in isas},
         **{("ceiling", isa): lambda isa=isa: mylinearops.fma_peak_gflops(isa, 1, seconds=0.01) for isa in isas},
-    })
+    }, until=lambda best: "avx2" not in isas or best["alone", "avx2"] > 1.3 * best["alone", "generic"])
     for isa in isas:
         alone, ceiling = best["alone", isa], best["ceiling", isa]
         assert 0.05 * ceiling < alone < 2.5 * ceiling, (isa, alone, ceiling)
