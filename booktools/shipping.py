@@ -10,7 +10,8 @@ compiled against. This module provides what they need, built on first use and ca
   ``other_torch_python_or_none()`` returns None there instead;
 - ``regular_library()``: the regular-ABI build's ``_C*.so`` (CPU only), for the pinned torch;
 - ``build_wheel(abi, cuda)``: a wheel of the extension (regular or stable ABI), cached by the
-  hash of its sources, the torch it is built against and the switches;
+  hash of its sources, the torch it is built against and the switches; a wheel that breaks
+  what its ABI and kernels promise (``wheel_problems``) is an error, not a cache entry;
 - ``run_extension_tests(python, wheel)``: the extension's test suite, run by ``python`` against
   that wheel (installed into a directory of its own, so environments are never modified).
 
@@ -25,11 +26,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 from filelock import FileLock
@@ -167,6 +170,10 @@ def build_wheel(abi: str, cuda: bool = False, dest: Path | None = None) -> Path:
                 seconds = time.perf_counter() - start
                 if result.returncode != 0:
                     raise RuntimeError(f"building the {abi} wheel failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+                for wheel in (Path(tmp) / "dist").glob("*.whl"):
+                    problems = wheel_problems(wheel, abi, cuda)
+                    if problems:
+                        raise RuntimeError(f"the {abi} wheel {wheel.name} breaks its contract:\n- " + "\n- ".join(problems))
                 out_dir.mkdir(parents=True)
                 for wheel in (Path(tmp) / "dist").glob("*.whl"):
                     shutil.copy2(wheel, out_dir / wheel.name)
@@ -180,16 +187,92 @@ def build_wheel(abi: str, cuda: bool = False, dest: Path | None = None) -> Path:
     return wheel
 
 
-def cuda_buildable() -> bool:
-    """What MYLINEAROPS_CUDA=auto decides here: a CUDA torch and a CUDA toolkit."""
+def _build_config():
+    """ext's build configuration, loaded by path (importing mylinearops would load its library)."""
     import importlib.util
-
-    import torch
 
     spec = importlib.util.spec_from_file_location("_mylinearops_build_config", EXT_DIR / "mylinearops" / "_build_config.py")
     config = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(config)
-    return torch.version.cuda is not None and config.find_cuda_home() is not None
+    return config
+
+
+def cuda_buildable() -> bool:
+    """What MYLINEAROPS_CUDA=auto decides here: a CUDA torch and a CUDA toolkit."""
+    import torch
+
+    return torch.version.cuda is not None and _build_config().find_cuda_home() is not None
+
+
+# Mangled names of C++ functions in torch's namespaces: c10::, at::, torch:: (also const
+# methods, _ZNK). The stable ABI's functions are extern "C" (aoti_torch_*, torch_*).
+TORCH_CPP_SYMBOL = re.compile(r"^_ZN?K?(3c10|2at|5torch)")
+# What a build with CUDA kernels links (name prefixes: libcudart.so.13, ...), and a CPU build must not.
+CUDA_LIBRARIES = ("libtorch_cuda.so", "libc10_cuda.so", "libcudart.so")
+
+
+def wheel_metadata(wheel: Path) -> dict[str, list[str]]:
+    """The fields pip reads to choose a wheel: tags, version, requirements."""
+    fields: dict[str, list[str]] = {}
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.endswith((".dist-info/METADATA", ".dist-info/WHEEL")):
+                for line in archive.read(member).decode().splitlines():
+                    key, sep, value = line.partition(": ")
+                    if sep and key in ("Tag", "Requires-Dist", "Version", "Requires-Python"):
+                        fields.setdefault(key, []).append(value)
+    return fields
+
+
+def _library_in(wheel: Path) -> Path:
+    (library,) = unpacked(wheel).glob("mylinearops/_C*.so")
+    return library
+
+
+def undefined_torch_cpp_symbols(wheel: Path) -> list[str]:
+    """The C++ functions of torch the wheel's library needs: the names that tie it to one release."""
+    out = subprocess.run(["nm", "-D", "--undefined-only", str(_library_in(wheel))], capture_output=True, text=True, check=True)
+    return [name for name in (line.split()[-1] for line in out.stdout.splitlines()) if TORCH_CPP_SYMBOL.match(name)]
+
+
+def needed_libraries(wheel: Path) -> set[str]:
+    """The shared libraries the dynamic loader must find for the wheel's library (DT_NEEDED)."""
+    dynamic = subprocess.run(["readelf", "-d", str(_library_in(wheel))], capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic))
+
+
+def wheel_problems(wheel: Path, abi: str, cuda: bool) -> list[str]:
+    """How a wheel of ext/ breaks what its build promises (empty: none), against the torch of
+    this Python: the stable wheel calls torch only through its C shim and asks pip for any torch
+    from the stable target on, on any CPython 3 (abi3); the regular one asks for exactly this
+    torch; a CUDA build links CUDA's and torch's CUDA libraries, a CPU build none; no debug
+    information."""
+    import torch
+
+    release = torch.__version__.split("+")[0]
+    accelerator = "cu" + torch.version.cuda.replace(".", "") if cuda else "cpu"
+    metadata = wheel_metadata(wheel)
+    if abi == "stable":
+        expected = {"Requires-Dist": ["torch>={}.{}".format(*_build_config().STABLE_TORCH_TARGET)],
+                    "Version": [f"0.1.0+{accelerator}"]}
+        tag_ok = all("-abi3-" in tag for tag in metadata.get("Tag", []))
+    else:
+        expected = {"Requires-Dist": [f"torch=={release}"], "Version": [f"0.1.0+torch{release}.{accelerator}"]}
+        tag_ok = all(tag.startswith("cp3") and "abi3" not in tag for tag in metadata.get("Tag", []))
+    problems = [f"{key} is {metadata.get(key)}, not {value}" for key, value in expected.items() if metadata.get(key) != value]
+    if not metadata.get("Tag") or not tag_ok:
+        problems.append(f"Tag {metadata.get('Tag')} is not a{'n abi3' if abi == 'stable' else ' CPython-specific'} tag")
+    if abi == "stable" and (names := undefined_torch_cpp_symbols(wheel)):
+        problems.append(f"it calls {len(names)} C++ functions of torch (not the C shim), e.g. {names[0]}")
+    cuda_linked = sorted(name for name in needed_libraries(wheel) if name.startswith(CUDA_LIBRARIES))
+    if cuda and not cuda_linked:
+        problems.append("a CUDA build that links no CUDA library (libtorch_cuda, libc10_cuda, libcudart)")
+    if not cuda and cuda_linked:
+        problems.append(f"a CPU build that links {cuda_linked}, which a CPU-only torch lacks")
+    sections = subprocess.run(["readelf", "-S", "--wide", str(_library_in(wheel))], capture_output=True, text=True, check=True)
+    if ".debug_info" in sections.stdout:  # Python's own CFLAGS, which setuptools passes on, include -g
+        problems.append("its library carries debug information")
+    return problems
 
 
 def build_seconds(wheel: Path) -> float:
