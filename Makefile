@@ -30,7 +30,7 @@ EXT_STAMP   := $(VENV)/.book-extension
 EXT_SOURCES := ext/setup.py ext/pyproject.toml $(shell find ext/csrc ext/mylinearops -type f \
                \( -name '*.py' -o -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
-.PHONY: print-cpu-kernel-chapters setup book serve mathjax format test test-fast test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch test-colab colab-venv wheel refresh notebook sync check bench clean
+.PHONY: print-cpu-kernel-chapters setup book serve format test test-fast test-avx2 test-sse-gemm test-clang test-avx512-emulated test-other-torch test-colab colab-venv wheel refresh notebook sync check bench clean
 
 # What a CPU without AVX-512 looks like to every library the notebooks use: PyTorch's own
 # kernels, MKL (torch.mm), oneDNN (convolutions) and mylinearops. The stored outputs must
@@ -85,13 +85,9 @@ $(EXT_STAMP): $(STAMP) $(EXT_SOURCES)
 	$(PIP) install --quiet --no-deps --no-build-isolation ./ext
 	touch $@
 
-book: setup mathjax
-	$(VENV)/bin/jupyter-book build . --builder html --nitpick --warningiserror --keep-going
+book: setup
+	$(PY) -m booktools.maintain.website build
 	@echo "Website: _build/html/index.html (make serve to browse it)"
-
-# MathJax, served by the site itself (pinned, checked against the npm registry's sha512).
-mathjax: setup
-	$(PY) -m booktools.maintain.website fetch-mathjax
 
 serve:
 	@test -f _build/html/index.html || { echo "no website yet: run make book first"; exit 2; }

@@ -1,6 +1,7 @@
 """The website, opened in a real browser: every page, at desktop and phone sizes, offline.
 
-The site is built from the committed notebooks into a temporary folder, served on 127.0.0.1,
+The site is built from the committed notebooks as `make book` builds it (into _build/html, where
+Sphinx rebuilds only what changed since the last build), served on 127.0.0.1,
 and opened in headless Chromium (Debian's `chromium`, driven by Playwright) with every
 non-local request blocked, as for a reader offline or behind a proxy. A page fails on a
 script error, a console error, a local request that fails, a broken internal link or anchor,
@@ -19,8 +20,6 @@ import functools
 import html.parser
 import http.server
 import os
-import subprocess
-import sys
 import threading
 import urllib.parse
 import urllib.request
@@ -29,8 +28,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from booktools.maintain.website import CHROMIUM_CANDIDATES, SITE_DIR, build_site
 from booktools.paths import REPO_ROOT
-from booktools.maintain.website import CHROMIUM_CANDIDATES, fetch_mathjax
 
 pytestmark = pytest.mark.slow  # a browser and a built website: not in make test-fast
 
@@ -66,22 +65,18 @@ def chapter_pages() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    """The website built from the committed notebooks, as `make book` does, into a temp folder;
-    or, where BOOK_SITE_DIR names one (`.ci/run`: the site `make book` just built), that one."""
+def site():
+    """The website built from the committed notebooks by `make book`'s build, into _build/html
+    (after `make book`, Sphinx finds nothing to rebuild); or, where BOOK_SITE_DIR names one
+    (`.ci/run`: the site `make book` just built), that one."""
     _require_browser()
     built = os.environ.get("BOOK_SITE_DIR")
     if built:
         assert (Path(built) / "index.html").is_file(), f"BOOK_SITE_DIR={built} holds no built website"
         return Path(built)
-    out = tmp_path_factory.mktemp("site")
-    fetch_mathjax()
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("jupyter-book")), "build", str(REPO_ROOT), "--path-output", str(out),
-         "--builder", "html"],
-        capture_output=True, text=True, cwd=REPO_ROOT)
+    result = build_site(capture_output=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return out / "_build" / "html"
+    return SITE_DIR
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ LONGEST_FIRST = (
     "chapters/building_and_testing.ipynb",  # 112 s: a JIT build
     "chapters/shipping_the_extension.ipynb",  # 87 s (more if `make wheel` did not run first)
     "chapters/making_kernels_fast.ipynb",  # 79 s: benchmarks
-    "tests/test_site.py",  # 49 s: a browser opens every page (and builds the site, without BOOK_SITE_DIR)
+    "tests/test_site.py",  # 49 s: a browser opens every page (and builds the site where make book did not)
     "chapters/writing_the_extension.ipynb",
     "chapters/resnet.ipynb",
     "chapters/when_to_write_an_op.ipynb",

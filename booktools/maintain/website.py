@@ -1,6 +1,9 @@
-"""The website's own pieces: offline MathJax, and a Sphinx extension for the chapter pages.
+"""The website: its build, offline MathJax, and a Sphinx extension for the chapter pages.
 
-- `fetch_mathjax()` (run by `make book`) puts a pinned MathJax 3 from the npm registry into
+- `build_site()` (`make book`, and the browser test where no site is given) builds the website
+  into `_build/html` with warnings as errors. Sphinx rebuilds only what changed since the last
+  build, so after `make book` the browser test's build takes seconds.
+- `fetch_mathjax()` (run by `build_site`) puts a pinned MathJax 3 from the npm registry into
   `_vendor/mathjax/` (checked against the registry's sha512, licence included), which
   `_config.yml` serves from the site itself: formulas render offline and behind a proxy.
 - The Sphinx extension (listed in `_config.yml`) stamps every chapter with what produced its
@@ -9,6 +12,7 @@
   never needs (it stays in the notebook); drops scripts the theme includes twice; and writes
   an index.html with a title.
 
+    python -m booktools.maintain.website build
     python -m booktools.maintain.website fetch-mathjax
 """
 
@@ -21,6 +25,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -75,6 +80,20 @@ def fetch_mathjax(dest: Path = MATHJAX_DIR) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest
+
+
+SITE_DIR = REPO_ROOT / "_build" / "html"
+
+
+def build_site(capture_output: bool = False) -> subprocess.CompletedProcess:
+    """Build the website into SITE_DIR (Jupyter Book, HTML, nitpicky, warnings as errors, every
+    page built before failing), MathJax fetched first."""
+    fetch_mathjax()
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    return subprocess.run(
+        [str(jupyter_book), "build", str(REPO_ROOT), "--builder", "html", "--nitpick", "--warningiserror",
+         "--keep-going"],
+        cwd=REPO_ROOT, capture_output=capture_output, text=True)
 
 
 # ------------------------------------------------------------------------- Sphinx extension
@@ -165,11 +184,13 @@ def setup(app):
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv != ["fetch-mathjax"]:
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
-        return 2
-    print(f"MathJax {MATHJAX_VERSION} in {fetch_mathjax().relative_to(REPO_ROOT)}")
-    return 0
+    if argv == ["build"]:
+        return build_site().returncode
+    if argv == ["fetch-mathjax"]:
+        print(f"MathJax {MATHJAX_VERSION} in {fetch_mathjax().relative_to(REPO_ROOT)}")
+        return 0
+    print("\n".join(line.strip() for line in __doc__.strip().splitlines()[-2:]), file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
