@@ -36,6 +36,7 @@ import zipfile
 from pathlib import Path
 
 from filelock import FileLock
+from packaging.requirements import Requirement
 
 from .colab import pinned_requirements
 from .paths import EXT_DIR, REPO_ROOT, REQUIREMENTS_FILE
@@ -252,6 +253,8 @@ def wheel_problems(wheel: Path, abi: str, cuda: bool) -> list[str]:
     release = torch.__version__.split("+")[0]
     accelerator = "cu" + torch.version.cuda.replace(".", "") if cuda else "cpu"
     metadata = wheel_metadata(wheel)
+    # Older setuptools write "torch ==2.11.0" (Colab's runtime): compare requirements, not text.
+    metadata["Requires-Dist"] = [f"{r.name}{r.specifier}" for r in map(Requirement, metadata.get("Requires-Dist", []))]
     if abi == "stable":
         expected = {"Requires-Dist": ["torch>={}.{}".format(*_build_config().STABLE_TORCH_TARGET)],
                     "Version": [f"0.1.0+{accelerator}"]}
