@@ -126,8 +126,7 @@ def other_torch_python_or_none() -> Path | None:
 def regular_library() -> Path:
     """The compiled library of the regular-ABI CPU wheel, built against the pinned torch.
     (CPU only: a CUDA build would first fail for want of libc10_cuda.so under a CPU torch.)"""
-    (library,) = unpacked(build_wheel("regular", cuda=False)).glob("mylinearops/_C*.so")
-    return library
+    return _library_in(build_wheel("regular", cuda=False))
 
 
 def _sources_digest() -> str:
@@ -246,25 +245,33 @@ def wheel_problems(wheel: Path, abi: str, cuda: bool) -> list[str]:
     """How a wheel of ext/ breaks what its build promises (empty: none), against the torch of
     this Python: the stable wheel calls torch only through its C shim and asks pip for any torch
     from the stable target on, on any CPython 3 (abi3); the regular one asks for exactly this
-    torch; a CUDA build links CUDA's and torch's CUDA libraries, a CPU build none; no debug
+    torch; the version's local label names the build (+cpu, +cu130, +torch2.14.1.cpu); a CUDA
+    build links at least one CUDA library (CUDA_LIBRARIES), a CPU build none; no debug
     information."""
     import torch
 
+    if cuda and torch.version.cuda is None:
+        raise ValueError("a CUDA wheel is checked against a CUDA build of torch; this torch is CPU-only")
     release = torch.__version__.split("+")[0]
     accelerator = "cu" + torch.version.cuda.replace(".", "") if cuda else "cpu"
     metadata = wheel_metadata(wheel)
     # Older setuptools write "torch ==2.11.0" (Colab's runtime): compare requirements, not text.
-    metadata["Requires-Dist"] = [f"{r.name}{r.specifier}" for r in map(Requirement, metadata.get("Requires-Dist", []))]
+    requires = [f"{r.name}{r.specifier}" for r in map(Requirement, metadata.get("Requires-Dist", []))]
+    tags = metadata.get("Tag", [])
     if abi == "stable":
-        expected = {"Requires-Dist": ["torch>={}.{}".format(*_build_config().STABLE_TORCH_TARGET)],
-                    "Version": [f"0.1.0+{accelerator}"]}
-        tag_ok = all("-abi3-" in tag for tag in metadata.get("Tag", []))
+        label, wanted = accelerator, ["torch>={}.{}".format(*_build_config().STABLE_TORCH_TARGET)]
+        tag_ok = bool(tags) and all("-abi3-" in tag for tag in tags)
     else:
-        expected = {"Requires-Dist": [f"torch=={release}"], "Version": [f"0.1.0+torch{release}.{accelerator}"]}
-        tag_ok = all(tag.startswith("cp3") and "abi3" not in tag for tag in metadata.get("Tag", []))
-    problems = [f"{key} is {metadata.get(key)}, not {value}" for key, value in expected.items() if metadata.get(key) != value]
-    if not metadata.get("Tag") or not tag_ok:
-        problems.append(f"Tag {metadata.get('Tag')} is not a{'n abi3' if abi == 'stable' else ' CPython-specific'} tag")
+        label, wanted = f"torch{release}.{accelerator}", [f"torch=={release}"]
+        tag_ok = bool(tags) and all(tag.startswith("cp3") and "abi3" not in tag for tag in tags)
+    problems = []
+    if requires != wanted:
+        problems.append(f"Requires-Dist is {requires}, not {wanted}")
+    version = (metadata.get("Version") or ["?"])[0]
+    if version.partition("+")[2] != label:
+        problems.append(f"Version {version} is not labelled +{label}")
+    if not tag_ok:
+        problems.append(f"Tag {tags} is not a{'n abi3' if abi == 'stable' else ' CPython-specific'} tag")
     if abi == "stable" and (names := undefined_torch_cpp_symbols(wheel)):
         problems.append(f"it calls {len(names)} C++ functions of torch (not the C shim), e.g. {names[0]}")
     cuda_linked = sorted(name for name in needed_libraries(wheel) if name.startswith(CUDA_LIBRARIES))
