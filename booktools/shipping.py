@@ -98,9 +98,8 @@ def other_torch_python() -> Path:
             raise OtherTorchUnavailable(_unavailable)
         requirements = [f"torch=={OTHER_TORCH}", *(_pinned(name) for name in TEST_REQUIREMENTS)]
         result = subprocess.run(
-            # --no-compile: byte-compiling all of torch's modules took 25 of the install's 34 s
-            # here; Python compiles the few modules the tests import when it first imports them.
-            [str(python), "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check",
+            # Byte-compiled at install (pip's default), as make setup does for .venv.
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
              *requirements],
             capture_output=True,
             text=True,

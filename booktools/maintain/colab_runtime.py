@@ -81,9 +81,9 @@ def _pip(*args: str) -> list[str]:
 
 
 def _pip_install(*args: str) -> list[str]:
-    # --no-compile: byte-compiling every installed module is most of an install's CPU time
-    # (torch: 25 of 34 s); Python compiles what a chapter imports when it first imports it.
-    return _pip("install", "--quiet", "--no-compile", *args)
+    # Byte-compiled at install (pip's default), as make setup does for .venv: where
+    # PYTHONDONTWRITEBYTECODE is set, each chapter's kernel would compile torch's modules again.
+    return _pip("install", "--quiet", *args)
 
 
 def _installed() -> str:
