@@ -34,7 +34,7 @@ def test_capped_runs_leave_out_only_chapters_without_torch():
 
 def test_the_book_environment_is_byte_compiled():
     """make setup byte-compiles what it installs (pip's default). Where PYTHONDONTWRITEBYTECODE
-    is set, as on the book's CI machines, nothing else ever stores it: each of make test's
+    is set, as on the machines this book is built on, nothing else stores it: each of make test's
     processes compiled torch's modules again (import torch, torchvision: 5.8 s, against 3.0 s)."""
     package = Path(torch.__file__).parent
     missing = [path.name for path in sorted(package.glob("*.py"))
