@@ -82,7 +82,7 @@ def test_small_products_read_operands_in_place():
     plan = mylinearops.last_gemm_plan()
     assert not plan["pack_a"] and not plan["pack_b"]
     assert plan["b_elements_packed"] == 0
-    assert plan["a_elements_packed"] == (128 % mylinearops.cpu_info()["blocking"][plan["microkernel"]]["mr"]) * 300 * plan["col_groups"]
+    assert plan["a_elements_packed"] == (128 % plan["mr"]) * 300 * plan["col_groups"]  # the tile it ran: maybe tuned
 
 
 def l1d_set_span() -> int:
@@ -112,7 +112,7 @@ def test_short_column_major_a_is_read_in_place(rows, k, packs_a):
     plan = mylinearops.last_gemm_plan()
     assert plan["pack_a"] == packs_a and plan["pack_b"]
     if not packs_a:  # only the ragged last rows are copied (by each thread that needs them)
-        assert plan["a_elements_packed"] < plan["threads"] * mylinearops.cpu_info()["blocking"][plan["microkernel"]]["mr"] * k
+        assert plan["a_elements_packed"] < plan["threads"] * plan["mr"] * k
     # where A is read from does not change the order of the additions: bitwise the packed result
     assert torch.equal(C, mylinearops.matmul(A.contiguous(), B))
 
@@ -280,6 +280,49 @@ def test_narrow_outputs_get_the_one_vector_avx512_tile():
     # FMA in the test build is other arithmetic.)
     if not mylinearops.build_info()["avx512_emulated"]:
         assert report["10"][3] and report["16"][3]
+
+
+PARTIAL_CHILD = """
+import json, torch, mylinearops
+torch.manual_seed(0)
+out = {}
+# m, k, n: the MLP's last layer (read in place), ragged columns over several k blocks (C
+# accumulated through masked loads), and a packed product with a ragged last panel
+for m, k, n in ((128, 200, 10), (40, 2100, 40), (300, 200, 70)):
+    A, B, bias = torch.randn(m, k), torch.randn(k, n), torch.randn(n)
+    C = mylinearops.linearop(A, B, bias)
+    plan = mylinearops.last_gemm_plan()
+    padded = mylinearops.linearop(A, B, bias, algo="packed_avx2")
+    out[f"{m}x{k}x{n}"] = {
+        "partial_tiles": plan["partial_tiles"], "pack_b": plan["pack_b"], "nr": plan["nr"],
+        "b_elements_packed": plan["b_elements_packed"],
+        "error": (C.double() - (A.double() @ B.double() + bias.double())).abs().max().item(),
+        "same_as_padded_avx2": torch.equal(C, padded)}
+blocking = mylinearops.cpu_info()["blocking"]
+out["same_kc"] = blocking["avx512"]["kc"] == blocking["avx2"]["kc"]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not {"avx512", "avx2"} <= set(mylinearops.build_info()["cpu_microkernels"]),
+                    reason="needs the AVX-512 micro-kernels, and AVX2's to compare with")
+def test_avx512_tiles_compute_ragged_columns_in_place():
+    # A last panel narrower than the tile: masked loads of B, bias and C and masked stores to C,
+    # so B is not padded (nothing packed where B is read in place) and C needs no scratch tile.
+    out = run_child(PARTIAL_CHILD, MYLINEAROPS_ISA="avx512")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.splitlines()[-1])
+    same_kc = report.pop("same_kc")
+    for shape, r in report.items():
+        m, k, n = map(int, shape.split("x"))
+        assert r["partial_tiles"] and n % r["nr"], shape  # every case has a ragged last panel
+        assert r["error"] < 1e-4 * k**0.5, shape
+        # read in place: no element of B copied (the padded path copies the ragged panel)
+        assert r["b_elements_packed"] == (k * n if r["pack_b"] else 0), shape
+        # The masks change what is loaded, not the order of the additions: AVX2's padded
+        # path, bit for bit, with the same k blocks on a CPU's own FMA (SIMDe's is other arithmetic).
+        if same_kc and not mylinearops.build_info()["avx512_emulated"]:
+            assert r["same_as_padded_avx2"], shape
 
 
 def test_one_tile_wide_products_read_a_in_place():

@@ -225,7 +225,7 @@ struct GemmPlan {
   int mr = 0, nr = 0;
   int64_t kc = 0, mc = 0, nc = 0;
   int threads = 0, row_groups = 0, col_groups = 0;
-  bool pack_a = false, pack_b = false;
+  bool pack_a = false, pack_b = false, partial_tiles = false;
   std::atomic<int64_t> a_elements_packed{0}, b_elements_packed{0};
 };
 thread_local GemmPlan last_plan;
@@ -301,6 +301,11 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
       (g.a_stride1 * static_cast<int64_t>(sizeof(T))) % set_span != 0;
   const bool one_tile_wide_row_major_a =
       g.a_stride1 == 1 && n <= NR && (g.a_stride0 * static_cast<int64_t>(sizeof(T))) % set_span != 0;
+  // A ragged last panel of columns: a tile with a masked twin (AVX-512's)
+  // computes it in place, reading B and writing C in those columns only;
+  // others pad it (packing that panel of B, zeros past its edge) and compute a
+  // whole tile into scratch, of which the valid part is copied to C.
+  const bool partial_tiles = uk.partial_fn != nullptr;
   const bool pack_b_now = !small || g.b_stride1 != 1;
   const bool pack_a_now = (g.a_stride0 != 1 && g.a_stride1 != 1) ||
       (!small && !(pack_mode == cpu::PackMode::Auto && (short_column_major_a || one_tile_wide_row_major_a)));
@@ -308,6 +313,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   GemmPlan& plan = last_plan;
   plan.microkernel = uk.isa, plan.mr = MR, plan.nr = NR;
   plan.kc = kc_max, plan.mc = mc_max, plan.nc = nc_max, plan.pack_a = pack_a_now, plan.pack_b = pack_b_now;
+  plan.partial_tiles = partial_tiles;
   plan.a_elements_packed = 0, plan.b_elements_packed = 0;
 
   auto work = [&](int thread, int threads) {
@@ -337,7 +343,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
           const int64_t end_panel = col_begin + group_panels * (row_group + 1) / grid.row_groups;
           pack_b(g, p0, kc, j0, nc, NR, first_panel, end_panel, b_pack);
           b_packed += kc * std::max<int64_t>(0, std::min(nc, end_panel * NR) - first_panel * NR);
-        } else if (col_end * NR > nc && row_group == 0) { // ragged last panel
+        } else if (col_end * NR > nc && row_group == 0 && !partial_tiles) { // ragged last panel, padded
           pack_b(g, p0, kc, j0, nc, NR, col_end - 1, col_end, b_pack);
           b_packed += kc * (nc - (col_end - 1) * NR);
         }
@@ -359,7 +365,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
           for (int64_t q = col_begin; q < col_end; ++q) {
             const int64_t jr = q * NR;
             const int cols = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-            const bool b_packed = pack_b_now || jr + NR > nc;
+            const bool b_packed = pack_b_now || (jr + NR > nc && !partial_tiles);
             const T* b_panel = b_packed ? b_pack + jr * kc : g.b + p0 * g.b_stride0 + j0 + jr;
             const int64_t b_rs = b_packed ? NR : g.b_stride0;
             const T* bias_here = (first && g.bias) ? bias.data() + j0 + jr : nullptr;
@@ -371,8 +377,14 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
               const int64_t a_rs = packed ? 1 : g.a_stride0, a_cs = packed ? MR : g.a_stride1;
               if (rows == MR && cols == NR) {
                 uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, c, n, bias_here, !first);
+              } else if (rows == MR && partial_tiles) {
+                uk.partial_fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, c, n, bias_here, !first, cols);
               } else { // edge tile: compute a full tile into scratch, copy the valid part
-                uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, edge, NR, bias_here, false);
+                if (partial_tiles) { // B may be an unpadded panel: read only its columns
+                  uk.partial_fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, edge, NR, bias_here, false, cols);
+                } else {
+                  uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, edge, NR, bias_here, false);
+                }
                 for (int i = 0; i < rows; ++i) {
                   for (int j = 0; j < cols; ++j) {
                     c[i * n + j] = first ? edge[i * NR + j] : c[i * n + j] + edge[i * NR + j];
@@ -521,6 +533,7 @@ std::string cpu_last_gemm_plan() {
       ";nc=" + std::to_string(p.nc) + ";threads=" + std::to_string(p.threads) +
       ";row_groups=" + std::to_string(p.row_groups) + ";col_groups=" + std::to_string(p.col_groups) +
       ";pack_a=" + std::to_string(p.pack_a) + ";pack_b=" + std::to_string(p.pack_b) +
+      ";partial_tiles=" + std::to_string(p.partial_tiles) +
       ";a_elements_packed=" + std::to_string(p.a_elements_packed.load()) +
       ";b_elements_packed=" + std::to_string(p.b_elements_packed.load());
 }

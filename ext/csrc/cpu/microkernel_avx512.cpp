@@ -32,16 +32,56 @@
 namespace mylinearops::cpu {
 namespace {
 
+// The lanes [0, n) of a vector of `width` lanes, as a mask (n may be <= 0 or >= width).
+inline unsigned first_lanes(int n, int width) {
+  return n <= 0 ? 0u : n >= width ? (1u << width) - 1 : (1u << n) - 1;
+}
+
+// Masked loads (the lanes past n read as zero, and their memory is not
+// touched) and masked stores (only lanes [0, n) are written).
+#if defined(MYLINEAROPS_AVX512_VIA_SIMDE) // SIMDe 0.7 has no masked loads or stores: through a buffer
+template <typename T, typename V, V (*Load)(const T*), void (*Store)(T*, V), int W>
+struct FirstLanes {
+  static V load(const T* p, int n) {
+    T lanes[W] = {};
+    for (int i = 0; i < n && i < W; ++i) lanes[i] = p[i];
+    return Load(lanes);
+  }
+  static void store(T* p, V v, int n) {
+    T lanes[W];
+    Store(lanes, v);
+    for (int i = 0; i < n && i < W; ++i) p[i] = lanes[i];
+  }
+};
+inline __m512 load_f32(const float* p) { return _mm512_loadu_ps(p); }
+inline void store_f32(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+inline __m512d load_f64(const double* p) { return _mm512_loadu_pd(p); }
+inline void store_f64(double* p, __m512d v) { _mm512_storeu_pd(p, v); }
+using FirstLanesF32 = FirstLanes<float, __m512, load_f32, store_f32, 16>;
+using FirstLanesF64 = FirstLanes<double, __m512d, load_f64, store_f64, 8>;
+#else
+struct FirstLanesF32 {
+  static __m512 load(const float* p, int n) { return _mm512_maskz_loadu_ps(first_lanes(n, 16), p); }
+  static void store(float* p, __m512 v, int n) { _mm512_mask_storeu_ps(p, first_lanes(n, 16), v); }
+};
+struct FirstLanesF64 {
+  static __m512d load(const double* p, int n) { return _mm512_maskz_loadu_pd(first_lanes(n, 8), p); }
+  static void store(double* p, __m512d v, int n) { _mm512_mask_storeu_pd(p, first_lanes(n, 8), v); }
+};
+#endif
+
 struct Avx512F32 {
   using T = float;
   using V = __m512;
   static constexpr int kWidth = 16;
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const T* p) { return _mm512_loadu_ps(p); }
+  static V load_first(const T* p, int n) { return FirstLanesF32::load(p, n); }
   static V broadcast(const T* p) { return _mm512_set1_ps(*p); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static void store(T* p, V v) { _mm512_storeu_ps(p, v); }
+  static void store_first(T* p, V v, int n) { FirstLanesF32::store(p, v, n); }
 };
 
 struct Avx512F64 {
@@ -50,24 +90,32 @@ struct Avx512F64 {
   static constexpr int kWidth = 8;
   static V zero() { return _mm512_setzero_pd(); }
   static V load(const T* p) { return _mm512_loadu_pd(p); }
+  static V load_first(const T* p, int n) { return FirstLanesF64::load(p, n); }
   static V broadcast(const T* p) { return _mm512_set1_pd(*p); }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static V add(V a, V b) { return _mm512_add_pd(a, b); }
   static void store(T* p, V v) { _mm512_storeu_pd(p, v); }
+  static void store_first(T* p, V v, int n) { FirstLanesF64::store(p, v, n); }
 };
 
-// 32 zmm registers: 12 x 2 accumulators + 2 B vectors + 1 broadcast.
-constexpr MicroKernel<float> kF32{"avx512", 12, 32, &microkernel<Avx512F32, 12, 2>};
-constexpr MicroKernel<double> kF64{"avx512", 12, 16, &microkernel<Avx512F64, 12, 2>};
+// 32 zmm registers: 12 x 2 accumulators + 2 B vectors + 1 broadcast. Every
+// AVX-512 tile has a masked twin for a ragged last panel of columns.
+constexpr MicroKernel<float> kF32{
+    "avx512", 12, 32, &microkernel<Avx512F32, 12, 2>, &microkernel_partial<Avx512F32, 12, 2>};
+constexpr MicroKernel<double> kF64{
+    "avx512", 12, 16, &microkernel<Avx512F64, 12, 2>, &microkernel_partial<Avx512F64, 12, 2>};
 // Three vectors per row: 8 x 3 accumulators + 3 B vectors + 1 broadcast. Per k
 // step 3 loads and 8 broadcasts feed 24 FMAs (12 x 32: 2 loads, 12 broadcasts),
 // so fewer load slots per FMA; the tuning search (tuning.cpp) measures which
 // of the two is faster on the running CPU.
-constexpr MicroKernel<float> kF32Tile8x48{"avx512", 8, 48, &microkernel<Avx512F32, 8, 3>};
+constexpr MicroKernel<float> kF32Tile8x48{
+    "avx512", 8, 48, &microkernel<Avx512F32, 8, 3>, &microkernel_partial<Avx512F32, 8, 3>};
 // One vector per row, for C at most one vector wide (the MLP's 10 classes):
 // a 12 x 32 tile would compute 32 columns to keep 10.
-constexpr MicroKernel<float> kF32Narrow{"avx512", 12, 16, &microkernel<Avx512F32, 12, 1>};
-constexpr MicroKernel<double> kF64Narrow{"avx512", 12, 8, &microkernel<Avx512F64, 12, 1>};
+constexpr MicroKernel<float> kF32Narrow{
+    "avx512", 12, 16, &microkernel<Avx512F32, 12, 1>, &microkernel_partial<Avx512F32, 12, 1>};
+constexpr MicroKernel<double> kF64Narrow{
+    "avx512", 12, 8, &microkernel<Avx512F64, 12, 1>, &microkernel_partial<Avx512F64, 12, 1>};
 constexpr FmaLoop kFmaLoop{"avx512", kFmaChains * Avx512F32::kWidth * 2, &fma_peak_loop<Avx512F32, kFmaChains>};
 // [/book:cpu-avx512-target]
 

@@ -22,10 +22,24 @@ namespace {
 // MR addresses of a step are constant offsets.
 enum ALayout { kAStrided, kAPacked, kAColumnMajor };
 
-template <typename Vt, int MR, int NV, ALayout kA>
+// A vector at p; with kPartial only its first n lanes (the rest read as zero).
+template <typename Vt, bool kPartial>
+inline typename Vt::V load_lanes(const typename Vt::T* p, int n) {
+  if constexpr (kPartial) {
+    return Vt::load_first(p, n);
+  } else {
+    return Vt::load(p);
+  }
+}
+
+// kPartial: only the first `cols` columns of B, bias and C are touched, through
+// the traits' masked loads and stores (a vector wholly past `cols` is
+// computed from zeros and never stored). The arithmetic is the same.
+template <typename Vt, int MR, int NV, ALayout kA, bool kPartial>
 inline void microkernel_body(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
-    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate) {
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate,
+    int cols) {
   using V = typename Vt::V;
   constexpr int W = Vt::kWidth;
   if constexpr (kA == kAPacked) a_rs = 1, a_cs = MR;
@@ -40,7 +54,7 @@ inline void microkernel_body(
   for (int64_t p = 0; p < kc; ++p) {
     V bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = Vt::load(b + v * W);
+    for (int v = 0; v < NV; ++v) bv[v] = load_lanes<Vt, kPartial>(b + v * W, cols - v * W);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const V av = Vt::broadcast(a + i * a_rs);
@@ -58,12 +72,29 @@ inline void microkernel_body(
     for (int v = 0; v < NV; ++v) {
       V out = acc[i][v];
       if (accumulate) {
-        out = Vt::add(out, Vt::load(ci + v * W));
+        out = Vt::add(out, load_lanes<Vt, kPartial>(ci + v * W, cols - v * W));
       } else if (bias != nullptr) {
-        out = Vt::add(out, Vt::load(bias + v * W));
+        out = Vt::add(out, load_lanes<Vt, kPartial>(bias + v * W, cols - v * W));
       }
-      Vt::store(ci + v * W, out);
+      if constexpr (kPartial) {
+        Vt::store_first(ci + v * W, out, cols - v * W);
+      } else {
+        Vt::store(ci + v * W, out);
+      }
     }
+  }
+}
+
+template <typename Vt, int MR, int NV, bool kPartial>
+void dispatch_layout(
+    int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, int cols) {
+  if (a_rs == 1 && a_cs == MR) {
+    microkernel_body<Vt, MR, NV, kAPacked, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, cols);
+  } else if (a_rs == 1) { // A column-major, read in place (a weight gradient's X^T)
+    microkernel_body<Vt, MR, NV, kAColumnMajor, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, cols);
+  } else {
+    microkernel_body<Vt, MR, NV, kAStrided, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, cols);
   }
 }
 
@@ -71,13 +102,16 @@ template <typename Vt, int MR, int NV>
 void microkernel(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
     int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate) {
-  if (a_rs == 1 && a_cs == MR) {
-    microkernel_body<Vt, MR, NV, kAPacked>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
-  } else if (a_rs == 1) { // A column-major, read in place (a weight gradient's X^T)
-    microkernel_body<Vt, MR, NV, kAColumnMajor>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
-  } else {
-    microkernel_body<Vt, MR, NV, kAStrided>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate);
-  }
+  dispatch_layout<Vt, MR, NV, false>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, NV * Vt::kWidth);
+}
+
+// The first `cols` columns of the tile (MicroKernelColsFn), for traits with
+// masked loads and stores.
+template <typename Vt, int MR, int NV>
+void microkernel_partial(
+    int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, int cols) {
+  dispatch_layout<Vt, MR, NV, true>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, cols);
 }
 // [/book:cpu-microkernel]
 
