@@ -80,6 +80,18 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], **kwargs) -> dict[
     return {name: statistics.median([s for samples in rounds for s in samples]) for name, rounds in per_round.items()}
 
 
+def best_of_alternating(measures: dict[str, Callable[[], float]], rounds: int = 5) -> dict[str, float]:
+    """The highest of `rounds` readings of each measurement (a speed: higher is better), the
+    measurements taken in alternation so that all of them meet the same load from other jobs.
+    For a speed on one core, such as a micro-kernel against its own FMA ceiling: its best is
+    what the core can do, and a busy moment slows one reading, not the comparison."""
+    best = dict.fromkeys(measures, 0.0)
+    for _ in range(rounds):
+        for name, measure in measures.items():
+            best[name] = max(best[name], measure())
+    return best
+
+
 def matmul_flops(m: int, k: int, n: int) -> int:
     """Floating-point operations of an (m, k) @ (k, n) product: one multiply and one add per term."""
     return 2 * m * k * n

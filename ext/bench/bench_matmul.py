@@ -47,7 +47,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import mylinearops  # noqa: E402
-from booktools.benchmark import interleaved_rounds, time_calls  # noqa: E402  (the chapters' timing too)
+from booktools.benchmark import best_of_alternating, interleaved_rounds, time_calls  # noqa: E402  (the chapters' timing too)
 
 HERE = Path(__file__).resolve().parent
 MLP_SHAPES = [(128, 784, 256), (128, 256, 256), (128, 256, 10)]  # (batch, in, out)
@@ -93,17 +93,6 @@ def measured_peaks(threads: int, seconds: float) -> dict[str, dict[str, float]]:
     return peaks
 
 
-def microkernel_and_ceiling(isa: str, seconds: float, rounds: int = 5) -> tuple[float, float]:
-    """GFLOP/s of the micro-kernel alone (one core, data in L1) and of the 1-thread FMA loop,
-    each the best of `rounds`, measured in alternation so that both meet the same load from
-    other jobs (measured apart, a busy moment for either moves their ratio by 10%)."""
-    alone = ceiling = 0.0
-    for _ in range(rounds):
-        alone = max(alone, mylinearops.microkernel_gflops(isa, seconds))
-        ceiling = max(ceiling, mylinearops.fma_peak_gflops(isa, 1, seconds))
-    return alone, ceiling
-
-
 def gpu_description(peak_seconds: float) -> dict:
     """The current GPU: what CUDA reports of it and its FP32 FMA peak, measured."""
     props = torch.cuda.get_device_properties()
@@ -141,10 +130,15 @@ def machine_description(device: str, peak_seconds: float = 0.2) -> dict:
         info["mylinearops_cpu"] = mylinearops.cpu_info()
         info["clock_ghz"] = mylinearops.cpu_clock_ghz()
         info["fma_peak_gflops"] = measured_peaks(threads, peak_seconds)
-        # the micro-kernel alone, one core, operands in L1, against its own 1-thread ceiling
-        alone = {isa: microkernel_and_ceiling(isa, peak_seconds / 4) for isa in mylinearops.build_info()["cpu_microkernels"]}
-        info["microkernel_gflops"] = {isa: pair[0] for isa, pair in alone.items()}
-        info["microkernel_ceiling_gflops"] = {isa: pair[1] for isa, pair in alone.items()}
+        # the micro-kernel alone, one core, operands in L1, against its own 1-thread ceiling,
+        # read in alternation (read apart, a busy moment for either moved their ratio by 10%)
+        info["microkernel_gflops"], info["microkernel_ceiling_gflops"] = {}, {}
+        for isa in mylinearops.build_info()["cpu_microkernels"]:
+            best = best_of_alternating({
+                "alone": lambda isa=isa: mylinearops.microkernel_gflops(isa, peak_seconds / 4),
+                "ceiling": lambda isa=isa: mylinearops.fma_peak_gflops(isa, 1, peak_seconds / 4),
+            })
+            info["microkernel_gflops"][isa], info["microkernel_ceiling_gflops"][isa] = best["alone"], best["ceiling"]
     try:
         info["git_commit"] = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
