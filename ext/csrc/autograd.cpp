@@ -13,7 +13,9 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS // only the headers used (mylinearops.cpp says why)
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/FuncTorchTLS.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/functions/utils.h>
 #include <torch/library.h>
 
 #include <optional>
@@ -93,13 +95,29 @@ class LinearopFunction : public torch::autograd::Function<LinearopFunction> {
 };
 // [/book:autograd]
 
+// Function::apply builds a graph node on every call, and only then finds out
+// whether autograd wants it. ATen's own autograd kernels ask first
+// (compute_requires_grad), and so do these: with grad mode off (the backward
+// pass, torch.no_grad) or no input requiring a gradient, the call goes
+// straight below autograd. Forward-mode tangents and torch.func transforms
+// still reach apply, which refuses them with an error instead of dropping them.
+template <typename... Inputs>
+bool autograd_may_act(const Inputs&... inputs) {
+  return torch::autograd::compute_requires_grad(inputs...) || (torch::autograd::isFwGradDefined(inputs) || ...) ||
+      at::functorch::functorchTLSAccessor() != nullptr;
+}
+
 at::Tensor matmul_autograd(const at::Tensor& A, const at::Tensor& B, c10::string_view algo) {
-  return MatmulFunction::apply(A, B, algo);
+  if (autograd_may_act(A, B)) return MatmulFunction::apply(A, B, algo);
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return call_matmul(A, B, algo);
 }
 
 at::Tensor linearop_autograd(
     const at::Tensor& X, const at::Tensor& W, const std::optional<at::Tensor>& b, c10::string_view algo) {
-  return LinearopFunction::apply(X, W, b, algo);
+  if (autograd_may_act(X, W, b)) return LinearopFunction::apply(X, W, b, algo);
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return call_linearop(X, W, b, algo);
 }
 
 } // namespace

@@ -56,6 +56,42 @@ def test_gradgradcheck_linearop():
     assert gradgradcheck(mylinearops.linearop, (X, W, b))
 
 
+# The autograd kernels skip the C++ Function when nothing can want a node (autograd.cpp).
+# These check what must still reach it, or must still be right without it.
+_OPS = {
+    "matmul": (mylinearops.matmul, ((3, 4), (4, 2))),
+    "linearop": (mylinearops.linearop, ((3, 4), (4, 2), (2,))),
+}
+
+
+@pytest.mark.parametrize("op", _OPS)
+def test_forward_mode_tangent_is_refused_not_dropped(op):
+    # A dual tensor need not require a gradient; the call must still reach the Function,
+    # which refuses the tangent, rather than return an output without one.
+    fn, shapes = _OPS[op]
+    args = _inputs(*shapes, requires_grad=False)
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(args[0], torch.randn_like(args[0]))
+        with pytest.raises(RuntimeError, match="jvp is not implemented for the c\\+\\+ API"):
+            fn(dual, *args[1:])
+
+
+@pytest.mark.parametrize("op", _OPS)
+@pytest.mark.parametrize("mode", ["no_grad", "no_input_requires_grad", "grad"])
+def test_output_records_a_node_exactly_when_autograd_wants_one(op, mode):
+    fn, shapes = _OPS[op]
+    args = _inputs(*shapes, requires_grad=mode != "no_input_requires_grad")
+    with torch.set_grad_enabled(mode != "no_grad"):
+        out = fn(*args)
+    torch.testing.assert_close(out, args[0] @ args[1] + (args[2] if len(args) > 2 else 0))
+    assert out.requires_grad == (mode == "grad")
+    assert (out.grad_fn is not None) == (mode == "grad")
+    if mode == "grad":
+        assert f"{op.capitalize()}Function" in out.grad_fn.name()
+        out.sum().backward()
+        assert all(a.grad is not None for a in args)
+
+
 def test_gradients_match_torch_float32():
     X = torch.randn(64, 30, requires_grad=True)
     W = torch.randn(30, 20, requires_grad=True)
