@@ -81,6 +81,21 @@ def test_strided_inputs(algo, dtype):
                 raise AssertionError(f"{name}, shape {(m, k, n)}: {e}") from None
 
 
+@pytest.mark.parametrize("algo", [a for a in CPU_ALGOS if a.startswith("packed")])
+@pytest.mark.parametrize("k", [1, 3, 4, 6, 69])
+def test_packed_row_major_a_any_row_stride_and_k(algo, k):
+    # 260 rows: A is packed, in 4 x 4 blocks through registers where the tile's MR allows
+    # and the last k % 4 columns element by element, from rows k + 5 floats apart.
+    wide, B = torch.randn(260, k + 5), torch.randn(k, 100)  # wider than any tile
+    for name, A in [("column slice", wide[:, :k]), ("storage offset", wide[:, 5:])]:
+        out = mylinearops.matmul(A, B, algo=algo)
+        assert mylinearops.last_gemm_plan()["pack_a"], name
+        try:
+            assert_close_to_reference(out, reference(A, B), k)
+        except AssertionError as e:
+            raise AssertionError(f"{name}, k={k}: {e}") from None
+
+
 @pytest.mark.parametrize("algo", CPU_ALGOS)
 def test_strided_bias(algo):
     X, W = torch.randn(9, 20), torch.randn(20, 6)

@@ -108,6 +108,35 @@ T* scratch(ScratchSlot slot, size_t count) {
 }
 
 // [book:cpu-packing]
+// Transposes a block stored as `count` vectors of `length` elements (vector j
+// at src + j * ld, contiguous) into rows of `count` (element p of every vector
+// at dst + p * dst_stride), 4 x 4 floats at a time: four 16-byte loads along
+// four vectors, a transpose in registers, four stores, in place of 16
+// single-element copies. Both packings need it: MR rows of a row-major A, and
+// NR columns of a column-major B (the backward's dY W^T packs W.mT so). count
+// must be a multiple of 4; returns how many of the `length` elements it did
+// (the caller copies the rest element by element).
+template <typename T>
+int64_t transpose_4x4_blocks(const T* src, int64_t ld, int64_t count, int64_t length, T* dst, int64_t dst_stride) {
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    int64_t p = 0;
+    for (; p + 4 <= length; p += 4) {
+      for (int64_t j = 0; j < count; j += 4) {
+        __m128 r0 = _mm_loadu_ps(src + (j + 0) * ld + p), r1 = _mm_loadu_ps(src + (j + 1) * ld + p);
+        __m128 r2 = _mm_loadu_ps(src + (j + 2) * ld + p), r3 = _mm_loadu_ps(src + (j + 3) * ld + p);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3); // r0 = vectors j..j+3 at element p, r1 at p+1, ...
+        _mm_storeu_ps(dst + (p + 0) * dst_stride + j, r0), _mm_storeu_ps(dst + (p + 1) * dst_stride + j, r1);
+        _mm_storeu_ps(dst + (p + 2) * dst_stride + j, r2), _mm_storeu_ps(dst + (p + 3) * dst_stride + j, r3);
+      }
+    }
+    return p;
+  }
+#endif
+  (void)src, (void)ld, (void)count, (void)length, (void)dst, (void)dst_stride;
+  return 0; // no vector code here: the caller copies element by element
+}
+
 // Copy an mc x kc block of A into panels of MR rows: panel r holds
 // A[r*MR + i, p] at [p * MR + i], i.e. exactly the order the micro-kernel
 // reads it, contiguous and zero-padded to a multiple of MR. Packing is where
@@ -120,9 +149,11 @@ void pack_a_panels(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int
     const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
     const T* src = g.a + (i0 + ir) * g.a_stride0 + p0 * g.a_stride1;
     if (rows == MR && g.a_stride1 == 1) { // row-major: MR rows side by side, writes contiguous
+      int64_t p = 0;
+      if constexpr (MR % 4 == 0) p = transpose_4x4_blocks(src, g.a_stride0, MR, kc, dst, MR);
       const T* row[MR];
       for (int i = 0; i < MR; ++i) row[i] = src + i * g.a_stride0;
-      for (int64_t p = 0; p < kc; ++p) {
+      for (; p < kc; ++p) {
         for (int i = 0; i < MR; ++i) dst[p * MR + i] = row[i][p];
       }
       continue;
@@ -144,31 +175,6 @@ void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc
     case 12: return pack_a_panels<T, 12>(g, i0, mc, p0, kc, out);
     default: MYLINEAROPS_CHECK(false, "mylinearops: no A packing for MR=", MR);
   }
-}
-
-// Rows [0, returned) of a panel of a column-major B (column j at src + j * ld)
-// into dst (row p at dst + p * NR), 4 x 4 floats at a time: four 16-byte loads
-// down four columns, a transpose in registers, four stores along four rows, in
-// place of 16 single-element copies (the backward's dY W^T packs W.mT so).
-template <typename T>
-int64_t transpose_4x4_blocks(const T* src, int64_t ld, int64_t cols, int64_t rows, T* dst, int NR) {
-#if defined(__SSE2__)
-  if constexpr (std::is_same_v<T, float>) {
-    int64_t p = 0;
-    for (; p + 4 <= rows; p += 4) {
-      for (int64_t j = 0; j < cols; j += 4) {
-        __m128 r0 = _mm_loadu_ps(src + (j + 0) * ld + p), r1 = _mm_loadu_ps(src + (j + 1) * ld + p);
-        __m128 r2 = _mm_loadu_ps(src + (j + 2) * ld + p), r3 = _mm_loadu_ps(src + (j + 3) * ld + p);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3); // r0 = columns j..j+3 at row p, r1 at row p+1, ...
-        _mm_storeu_ps(dst + (p + 0) * NR + j, r0), _mm_storeu_ps(dst + (p + 1) * NR + j, r1);
-        _mm_storeu_ps(dst + (p + 2) * NR + j, r2), _mm_storeu_ps(dst + (p + 3) * NR + j, r3);
-      }
-    }
-    return p;
-  }
-#endif
-  (void)src, (void)ld, (void)cols, (void)rows, (void)dst, (void)NR;
-  return 0; // no vector code here: the caller copies element by element
 }
 
 // Same for panels [panel_begin, panel_end) of a kc x nc block of B, in
