@@ -347,6 +347,15 @@ def test_calibration_chooses_between_the_wide_kernels():
     assert info["isa_cap"] == "none" and info["preferred_isa"] in ("avx512", "avx2")
     assert info["preferred_reason"].startswith("calibrated: avx512 micro-kernel ")
     assert info["calibration_avx512_gflops"] > 0 and info["calibration_avx2_gflops"] > 0
+    # AVX2 is kept only after every reading said so; the highest ratio is the one reported.
+    readings = re.search(r"the highest of (\d+) readings: (.*)$", info["preferred_reason"])
+    if info["preferred_isa"] == "avx2":
+        assert readings, info["preferred_reason"]
+    if readings:
+        ratios = [float(r.rstrip("x")) for r in readings[2].split(", ")]
+        assert len(ratios) == int(readings[1]) >= 2
+        kept = info["calibration_avx512_gflops"] / info["calibration_avx2_gflops"]
+        assert kept == pytest.approx(max(ratios), abs=0.006)
 
 
 @pytest.mark.skipif("avx2" not in mylinearops.build_info()["cpu_microkernels"], reason="this CPU has no AVX2")

@@ -66,6 +66,8 @@ struct IsaChoice {
 };
 const IsaChoice& preferred_isa();
 constexpr double kAvx512MinSpeedup = 1.3;
+// Readings taken, at most, before the calibration keeps AVX2 (cpu_features.cpp).
+constexpr int kCalibrationReadings = 3;
 
 // MYLINEAROPS_PACK, for experiments: "auto" (default) lets the packed driver
 // decide what to pack (matmul_cpu.cpp, "What to pack"); "always" packs both
