@@ -76,12 +76,32 @@ def test_plan_packs_each_operand_once_per_call():
     assert_close_to_reference(C, reference(A, B), k)
 
 
+def test_each_packed_panel_of_b_is_prefetched_before_the_calls_that_start_on_it():
+    # One thread, so its blocks of rows are known: while the micro-kernels run on a panel of
+    # B, they pull toward L2 the panel the next calls start with, split between them. That
+    # is every panel but the first, in each block of rows, and the first again between blocks.
+    torch.set_num_threads(1)
+    try:
+        m, k, n = 600, 64, 200  # one k block; several blocks of rows; one ragged panel of columns
+        A, B = torch.randn(m, k), torch.randn(k, n)
+        C = mylinearops.matmul(A, B)
+        plan = mylinearops.last_gemm_plan()
+    finally:
+        torch.set_num_threads(2)
+    assert plan["pack_b"] and plan["threads"] == 1 and plan["kc"] >= k
+    row_blocks, panels = -(-m // plan["mc"]), -(-n // plan["nr"])
+    assert row_blocks > 1, plan
+    panel_lines = -(-k * plan["nr"] * 4 // 64)
+    assert plan["b_lines_prefetched"] == (row_blocks * panels - 1) * panel_lines
+    assert_close_to_reference(C, reference(A, B), k)
+
+
 def test_small_products_read_operands_in_place():
     A, B = torch.randn(128, 300), torch.randn(300, 96)  # the MLP's batch of 128: few rows of C
     mylinearops.matmul(A, B)
     plan = mylinearops.last_gemm_plan()
     assert not plan["pack_a"] and not plan["pack_b"]
-    assert plan["b_elements_packed"] == 0
+    assert plan["b_elements_packed"] == 0 and plan["b_lines_prefetched"] == 0  # B in place: nothing to fetch ahead
     assert plan["a_elements_packed"] == (128 % plan["mr"]) * 300 * plan["col_groups"]  # the tile it ran: maybe tuned
 
 

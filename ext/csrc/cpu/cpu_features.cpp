@@ -273,7 +273,7 @@ struct KernelProbe {
     int64_t calls = 0;
     double elapsed = 0;
     do {
-      for (int i = 0; i < 64; ++i) uk->fn(kc, a.data(), 1, uk->mr, b.data(), uk->nr, c.data(), uk->nr, nullptr, true);
+      for (int i = 0; i < 64; ++i) uk->fn(kc, a.data(), 1, uk->mr, b.data(), uk->nr, c.data(), uk->nr, nullptr, true, {});
       calls += 64;
       elapsed = seconds_since(start);
     } while (elapsed < seconds);

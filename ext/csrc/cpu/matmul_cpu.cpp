@@ -254,15 +254,16 @@ ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int
 }
 
 // What the last packed product on this thread did, for the book and the
-// tests: the plan (blocks, thread grid, what was packed) and how many
-// elements of A and B were copied into panels.
+// tests: the plan (blocks, thread grid, what was packed), how many
+// elements of A and B were copied into panels, and how many cache lines of
+// packed B the micro-kernels pulled toward L2 ahead of use.
 struct GemmPlan {
   const char* microkernel = "";
   int mr = 0, nr = 0;
   int64_t kc = 0, mc = 0, nc = 0;
   int threads = 0, row_groups = 0, col_groups = 0;
   bool pack_a = false, pack_b = false, partial_tiles = false;
-  std::atomic<int64_t> a_elements_packed{0}, b_elements_packed{0};
+  std::atomic<int64_t> a_elements_packed{0}, b_elements_packed{0}, b_lines_prefetched{0};
 };
 thread_local GemmPlan last_plan;
 
@@ -275,7 +276,8 @@ thread_local GemmPlan last_plan;
 //     each thread, for each mc-row block of its own rows of C:
 //       packs that mc x kc block of A (private: it stays in its L2),
 //       runs the micro-kernel over its MR x NR tiles, walking down the A
-//       panels for each kc x NR panel of B.
+//       panels for each kc x NR panel of B; meanwhile the calls pull the
+//       panel of B that comes next toward L2, a share each.
 // Two B buffers alternate, so one barrier per block suffices: a thread can
 // pack block s+1 only after every thread has finished computing block s-1.
 // Products with few rows skip the packing (see "What to pack").
@@ -350,12 +352,12 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   plan.microkernel = uk.isa, plan.mr = MR, plan.nr = NR;
   plan.kc = kc_max, plan.mc = mc_max, plan.nc = nc_max, plan.pack_a = pack_a_now, plan.pack_b = pack_b_now;
   plan.partial_tiles = partial_tiles;
-  plan.a_elements_packed = 0, plan.b_elements_packed = 0;
+  plan.a_elements_packed = 0, plan.b_elements_packed = 0, plan.b_lines_prefetched = 0;
 
   auto work = [&](int thread, int threads) {
     const ThreadGrid grid = thread_grid(threads, m, nc_max, k, MR, NR, pack_a_now, pack_b_now);
     if (thread == 0) plan.threads = threads, plan.row_groups = grid.row_groups, plan.col_groups = grid.col_groups;
-    int64_t a_packed = 0, b_packed = 0;
+    int64_t a_packed = 0, b_packed = 0, b_prefetched = 0;
     const int row_group = thread / grid.col_groups, col_group = thread % grid.col_groups;
     const int64_t row_panels = ceil_div(m, MR);
     const int64_t row_begin = row_panels * row_group / grid.row_groups * MR;
@@ -405,21 +407,34 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
             const T* b_panel = b_packed ? b_pack + jr * kc : g.b + p0 * g.b_stride0 + j0 + jr;
             const int64_t b_rs = b_packed ? NR : g.b_stride0;
             const T* bias_here = (first && g.bias) ? bias.data() + j0 + jr : nullptr;
+            // The packed panel the calls after this panel's start with (the
+            // next one, or after the last the first again, for the next block
+            // of rows), which is likely still in L3 or in the other core's
+            // cache: every call here pulls its share of it toward L2.
+            const int64_t next_q = q + 1 < col_end ? q + 1 : (i0 + mc_max < row_end ? col_begin : -1);
+            const char* next_panel = (pack_b_now && next_q >= 0) ? reinterpret_cast<const char*>(b_pack + next_q * NR * kc) : nullptr;
+            const int64_t panel_lines = ceil_div(kc * NR * static_cast<int64_t>(sizeof(T)), 64), calls = ceil_div(mc, MR);
             for (int64_t ir = 0; ir < mc; ir += MR) {
               const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+              cpu::L2Prefetch next;
+              if (next_panel != nullptr) {
+                const int64_t first_line = panel_lines * (ir / MR) / calls, end_line = panel_lines * (ir / MR + 1) / calls;
+                next = {next_panel + first_line * 64, end_line - first_line};
+                b_prefetched += std::min(next.lines, kc); // a micro-kernel pulls one line per k step
+              }
               T* c = g.c + (i0 + ir) * n + (j0 + jr);
               const bool packed = ir >= full_rows;
               const T* a_here = packed ? a_pack + (ir - full_rows) * kc : g.a + (i0 + ir) * g.a_stride0 + p0 * g.a_stride1;
               const int64_t a_rs = packed ? 1 : g.a_stride0, a_cs = packed ? MR : g.a_stride1;
               if (rows == MR && cols == NR) {
-                uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, c, n, bias_here, !first);
+                uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, c, n, bias_here, !first, next);
               } else if (rows == MR && partial_tiles) {
-                uk.partial_fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, c, n, bias_here, !first, cols);
+                uk.partial_fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, c, n, bias_here, !first, next, cols);
               } else { // edge tile: compute a full tile into scratch, copy the valid part
                 if (partial_tiles) { // B may be an unpadded panel: read only its columns
-                  uk.partial_fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, edge, NR, bias_here, false, cols);
+                  uk.partial_fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, edge, NR, bias_here, false, next, cols);
                 } else {
-                  uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, edge, NR, bias_here, false);
+                  uk.fn(kc, a_here, a_rs, a_cs, b_panel, b_rs, edge, NR, bias_here, false, next);
                 }
                 for (int i = 0; i < rows; ++i) {
                   for (int j = 0; j < cols; ++j) {
@@ -434,6 +449,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
     }
     plan.a_elements_packed += a_packed;
     plan.b_elements_packed += b_packed;
+    plan.b_lines_prefetched += b_prefetched;
   };
 
 #ifdef _OPENMP
@@ -571,7 +587,8 @@ std::string cpu_last_gemm_plan() {
       ";pack_a=" + std::to_string(p.pack_a) + ";pack_b=" + std::to_string(p.pack_b) +
       ";partial_tiles=" + std::to_string(p.partial_tiles) +
       ";a_elements_packed=" + std::to_string(p.a_elements_packed.load()) +
-      ";b_elements_packed=" + std::to_string(p.b_elements_packed.load());
+      ";b_elements_packed=" + std::to_string(p.b_elements_packed.load()) +
+      ";b_lines_prefetched=" + std::to_string(p.b_lines_prefetched.load());
 }
 
 template <typename T>

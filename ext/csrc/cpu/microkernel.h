@@ -9,28 +9,31 @@
 
 namespace mylinearops::cpu {
 
-// Computes an mr x nr tile of C from a micro-panel of A and a packed panel of B:
+// Cache lines a micro-kernel pulls toward L2 while it computes, one per k
+// step (the first `lines` steps): a slice of the panel of B that the next
+// calls will read. BLIS's micro-kernels take the same hint ("b_next").
+// Empty by default: nothing is fetched.
+struct L2Prefetch {
+  const void* begin = nullptr;
+  int64_t lines = 0;
+};
+
+// Computes an mr x nr tile of C from a micro-panel of A and a panel of B:
 //   acc[i][j] = sum_p a[i * a_rs + p * a_cs] * b[p * b_rs + j]
 //   accumulate ? C += acc : C = acc + (bias ? bias[j] : 0)
 // A is read in place through its strides (a packed panel is a_rs = 1,
-// a_cs = mr); B is always packed. C is row-major with leading dimension ldc;
-// bias is contiguous.
+// a_cs = mr); B's rows are contiguous (a packed panel, b_rs = nr, or B in
+// place). C is row-major with leading dimension ldc; bias is contiguous.
 template <typename T>
 using MicroKernelFn = void (*)(
     int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, T* c, int64_t ldc,
-    const T* bias, bool accumulate);
+    const T* bias, bool accumulate, L2Prefetch next);
 
-// The same for the first `cols` columns of the tile only (0 < cols <= nr): B,
-// bias and C are read, and C written, only in those columns, so a ragged last
-// panel of B can be read in place, unpadded, and C written without a scratch
-// tile. Instruction sets with masked loads and stores (AVX-512) have one.
 template <typename T>
 using MicroKernelColsFn = void (*)(
     int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, T* c, int64_t ldc,
-    const T* bias, bool accumulate, int cols);
+    const T* bias, bool accumulate, L2Prefetch next, int cols);
 
-// A micro-kernel and its register tile. The cache blocks around it are not
-// constants: cpu_features.cpp derives them from the running CPU's caches.
 template <typename T>
 struct MicroKernel {
   const char* isa; // "avx512", "avx2", "generic"

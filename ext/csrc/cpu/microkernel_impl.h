@@ -32,14 +32,39 @@ inline typename Vt::V load_lanes(const typename Vt::T* p, int n) {
   }
 }
 
+#if defined(__GNUC__)
+#define MYLINEAROPS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define MYLINEAROPS_ALWAYS_INLINE inline
+#endif
+
+// One k step: NV vectors of B, MR broadcasts of A, MR * NV FMAs.
+template <typename Vt, int MR, int NV, bool kPartial>
+MYLINEAROPS_ALWAYS_INLINE void fma_step(
+    typename Vt::V (&acc)[MR][NV], const typename Vt::T* a, int64_t a_rs, const typename Vt::T* b, int cols) {
+  using V = typename Vt::V;
+  constexpr int W = Vt::kWidth;
+  V bv[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) bv[v] = load_lanes<Vt, kPartial>(b + v * W, cols - v * W);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const V av = Vt::broadcast(a + i * a_rs);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = Vt::fmadd(av, bv[v], acc[i][v]);
+  }
+}
+
 // kPartial: only the first `cols` columns of B, bias and C are touched, through
 // the traits' masked loads and stores (a vector wholly past `cols` is
 // computed from zeros and never stored). The arithmetic is the same.
+// `next`: the first next.lines steps each also pull a cache line toward L2
+// (a loop of their own, so the other steps carry no test).
 template <typename Vt, int MR, int NV, ALayout kA, bool kPartial>
 inline void microkernel_body(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
     int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate,
-    int cols) {
+    L2Prefetch next, int cols) {
   using V = typename Vt::V;
   constexpr int W = Vt::kWidth;
   if constexpr (kA == kAPacked) a_rs = 1, a_cs = MR;
@@ -50,17 +75,21 @@ inline void microkernel_body(
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = Vt::zero();
 
+  const int64_t prefetch_steps = next.lines < kc ? next.lines : kc;
+  const char* line = static_cast<const char*>(next.begin);
+  int64_t p = 0;
+  for (; p < prefetch_steps; ++p) {
+#if defined(__GNUC__)
+    __builtin_prefetch(line, 0, 2); // read, into L2 (prefetcht1)
+#endif
+    line += 64;
+    fma_step<Vt, MR, NV, kPartial>(acc, a, a_rs, b, cols);
+    a += a_cs;
+    b += b_rs;
+  }
 #pragma GCC unroll 4
-  for (int64_t p = 0; p < kc; ++p) {
-    V bv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) bv[v] = load_lanes<Vt, kPartial>(b + v * W, cols - v * W);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const V av = Vt::broadcast(a + i * a_rs);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = Vt::fmadd(av, bv[v], acc[i][v]);
-    }
+  for (; p < kc; ++p) {
+    fma_step<Vt, MR, NV, kPartial>(acc, a, a_rs, b, cols);
     a += a_cs;
     b += b_rs;
   }
@@ -88,21 +117,22 @@ inline void microkernel_body(
 template <typename Vt, int MR, int NV, bool kPartial>
 void dispatch_layout(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
-    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, int cols) {
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, L2Prefetch next,
+    int cols) {
   if (a_rs == 1 && a_cs == MR) {
-    microkernel_body<Vt, MR, NV, kAPacked, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, cols);
+    microkernel_body<Vt, MR, NV, kAPacked, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, cols);
   } else if (a_rs == 1) { // A column-major, read in place (a weight gradient's X^T)
-    microkernel_body<Vt, MR, NV, kAColumnMajor, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, cols);
+    microkernel_body<Vt, MR, NV, kAColumnMajor, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, cols);
   } else {
-    microkernel_body<Vt, MR, NV, kAStrided, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, cols);
+    microkernel_body<Vt, MR, NV, kAStrided, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, cols);
   }
 }
 
 template <typename Vt, int MR, int NV>
 void microkernel(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
-    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate) {
-  dispatch_layout<Vt, MR, NV, false>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, NV * Vt::kWidth);
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, L2Prefetch next) {
+  dispatch_layout<Vt, MR, NV, false>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, NV * Vt::kWidth);
 }
 
 // The first `cols` columns of the tile (MicroKernelColsFn), for traits with
@@ -110,8 +140,9 @@ void microkernel(
 template <typename Vt, int MR, int NV>
 void microkernel_partial(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
-    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, int cols) {
-  dispatch_layout<Vt, MR, NV, true>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, cols);
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, L2Prefetch next,
+    int cols) {
+  dispatch_layout<Vt, MR, NV, true>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, cols);
 }
 // [/book:cpu-microkernel]
 
