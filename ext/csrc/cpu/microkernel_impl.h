@@ -75,6 +75,20 @@ inline void microkernel_body(
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = Vt::zero();
 
+#if defined(__GNUC__)
+  // The tile of C is stored (and with `accumulate` read) only after the k
+  // loop: fetch its lines into L1 now, so that those stores do not queue
+  // behind misses at the end. A weight gradient's short k leaves little
+  // time for that to hide in.
+  const int64_t tile_bytes = static_cast<int64_t>(kPartial ? cols : NV * W) * sizeof(typename Vt::T);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const uintptr_t row = reinterpret_cast<uintptr_t>(c + i * ldc);
+    for (uintptr_t line = row & ~uintptr_t{63}; line < row + tile_bytes; line += 64) {
+      __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3); // prefetcht0
+    }
+  }
+#endif
   const int64_t prefetch_steps = next.lines < kc ? next.lines : kc;
   const char* line = static_cast<const char*>(next.begin);
   int64_t p = 0;
