@@ -29,11 +29,17 @@ using MicroKernelFn = void (*)(
     int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, T* c, int64_t ldc,
     const T* bias, bool accumulate, L2Prefetch next);
 
+// The same for the first `cols` columns of the tile only (0 < cols <= nr): B,
+// bias and C are read, and C written, only in those columns, so a ragged last
+// panel of B can be read in place, unpadded, and C written without a scratch
+// tile. Instruction sets with masked loads and stores (AVX-512) have one.
 template <typename T>
 using MicroKernelColsFn = void (*)(
     int64_t kc, const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs, T* c, int64_t ldc,
     const T* bias, bool accumulate, L2Prefetch next, int cols);
 
+// A micro-kernel and its register tile. The cache blocks around it are not
+// constants: cpu_features.cpp derives them from the running CPU's caches.
 template <typename T>
 struct MicroKernel {
   const char* isa; // "avx512", "avx2", "generic"
