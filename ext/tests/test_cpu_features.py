@@ -91,7 +91,7 @@ def test_each_packed_panel_of_b_is_prefetched_before_the_calls_that_start_on_it(
     assert plan["pack_b"] and plan["threads"] == 1 and plan["kc"] >= k
     row_blocks, panels = -(-m // plan["mc"]), -(-n // plan["nr"])
     assert row_blocks > 1, plan
-    panel_lines = -(-k * plan["nr"] * 4 // 64)
+    panel_lines = -(-k * plan["nr"] * 4 // 64)  # float32, in lines of 64 bytes (kCacheLineBytes)
     assert plan["b_lines_prefetched"] == (row_blocks * panels - 1) * panel_lines
     assert_close_to_reference(C, reference(A, B), k)
 

@@ -413,13 +413,13 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
             // cache: every call here pulls its share of it toward L2.
             const int64_t next_q = q + 1 < col_end ? q + 1 : (i0 + mc_max < row_end ? col_begin : -1);
             const char* next_panel = (pack_b_now && next_q >= 0) ? reinterpret_cast<const char*>(b_pack + next_q * NR * kc) : nullptr;
-            const int64_t panel_lines = ceil_div(kc * NR * static_cast<int64_t>(sizeof(T)), 64), calls = ceil_div(mc, MR);
+            const int64_t panel_lines = ceil_div(kc * NR * static_cast<int64_t>(sizeof(T)), cpu::kCacheLineBytes), calls = ceil_div(mc, MR);
             for (int64_t ir = 0; ir < mc; ir += MR) {
               const int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
               cpu::L2Prefetch next;
               if (next_panel != nullptr) {
                 const int64_t first_line = panel_lines * (ir / MR) / calls, end_line = panel_lines * (ir / MR + 1) / calls;
-                next = {next_panel + first_line * 64, end_line - first_line};
+                next = {next_panel + first_line * cpu::kCacheLineBytes, end_line - first_line};
                 b_prefetched += std::min(next.lines, kc); // a micro-kernel pulls one line per k step
               }
               T* c = g.c + (i0 + ir) * n + (j0 + jr);

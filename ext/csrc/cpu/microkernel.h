@@ -13,6 +13,7 @@ namespace mylinearops::cpu {
 // step (the first `lines` steps): a slice of the panel of B that the next
 // calls will read. BLIS's micro-kernels take the same hint ("b_next").
 // Empty by default: nothing is fetched.
+constexpr int64_t kCacheLineBytes = 64; // x86's; a wrong guess costs speed, never results
 struct L2Prefetch {
   const void* begin = nullptr;
   int64_t lines = 0;

@@ -84,7 +84,7 @@ inline void microkernel_body(
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     const uintptr_t row = reinterpret_cast<uintptr_t>(c + i * ldc);
-    for (uintptr_t line = row & ~uintptr_t{63}; line < row + tile_bytes; line += 64) {
+    for (uintptr_t line = row / kCacheLineBytes * kCacheLineBytes; line < row + tile_bytes; line += kCacheLineBytes) {
       __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3); // prefetcht0
     }
   }
@@ -96,7 +96,7 @@ inline void microkernel_body(
 #if defined(__GNUC__)
     __builtin_prefetch(line, 0, 2); // read, into L2 (prefetcht1)
 #endif
-    line += 64;
+    line += kCacheLineBytes;
     fma_step<Vt, MR, NV, kPartial>(acc, a, a_rs, b, cols);
     a += a_cs;
     b += b_rs;
