@@ -93,14 +93,16 @@ def cpu_info() -> dict[str, object]:
 
 
 def tuning_info() -> dict[str, object]:
-    """The float tile and cache blocks `packed` uses here, and why: ``isa``, ``tile`` ("12x32"),
+    """The float tile and cache blocks `packed` picked here, and why: ``isa``, ``tile`` ("12x32"),
     ``kc``, ``mc``, ``nc``, ``reason``, the search's ``seconds`` and timed ``rounds``, and the
     ``candidates`` it timed (tile, blocks, median seconds per product, whether its result
     was bit for bit the default's, ``wins``: in how many rounds it beat the default, the
     two timed in the same round, and ``noise_chance``: the chance that a fair coin per round
     wins as often, the sign test the search applies). Searched once per process, at the first float product or
     the first call of this (csrc/cpu/tuning.cpp); MYLINEAROPS_TILE, MYLINEAROPS_BLOCKING and
-    MYLINEAROPS_TUNING=off override it."""
+    MYLINEAROPS_TUNING=off override it. The pick is for products that every tile covers
+    without padding; a product of another shape takes the searched tile that would be fastest
+    on it (``last_gemm_plan()`` says which ran)."""
     return cpu_info()["tuning"]
 
 

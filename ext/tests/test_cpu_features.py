@@ -279,7 +279,7 @@ for n in (10, 15, 16, 17, 64):
     plan = mylinearops.last_gemm_plan()
     same_sums = torch.equal(C, mylinearops.matmul(A, B, algo="packed_avx2"))
     out[n] = [plan["microkernel"], plan["nr"], (C.double() - A.double() @ B.double()).abs().max().item(), same_sums]
-out["tuned_nr"] = int(mylinearops.tuning_info()["tile"].split("x")[1])
+out["tuning"] = mylinearops.tuning_info()
 print(json.dumps(out))
 """
 
@@ -290,10 +290,11 @@ def test_narrow_outputs_get_the_one_vector_avx512_tile():
     out = run_child(NARROW_CHILD, MYLINEAROPS_ISA="avx512")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.splitlines()[-1])
-    wide = report.pop("tuned_nr")  # the tuning search's tile: 32 or 48 columns
-    assert wide in (32, 48)
+    tuning = report.pop("tuning")
+    wide = {n: int(tile_for_product(tuning, 300, n)[0].split("x")[1]) for n in (17, 64)}  # 32 or 48 columns
+    assert set(wide.values()) <= {32, 48}
     assert {n: (kernel, nr) for n, (kernel, nr, _, _) in report.items()} == {
-        "10": ("avx512", 16), "15": ("avx512", 16), "16": ("avx512", 16), "17": ("avx512", wide), "64": ("avx512", wide)}
+        "10": ("avx512", 16), "15": ("avx512", 16), "16": ("avx512", 16), "17": ("avx512", wide[17]), "64": ("avx512", wide[64])}
     assert all(error < 1e-3 for _, _, error, _ in report.values())
     # One accumulator per element of C, fed in k order, with the same k blocks as AVX2's 6 x 16
     # tile: bit for bit its result, on a CPU's own FMA instructions. (SIMDe's emulated AVX-512
@@ -511,9 +512,58 @@ def test_tuning_search_is_bounded_and_picks_only_a_clear_gain(searched):
         assert chosen is min(qualified, key=lambda c: c["median_seconds"]) and "taken" in t["reason"], t
     else:
         assert chosen is first and "taken" not in t["reason"], t
-    # The product ran with what the search picked.
+    # The product ran with the searched tile that suits its shape (700 x 500).
     plan = searched["plan"]
-    assert (f"{plan['mr']}x{plan['nr']}", plan["mc"]) == (t["tile"], t["mc"])
+    assert (f"{plan['mr']}x{plan['nr']}", plan["mc"]) == tile_for_product(t, 700, 500)
+
+
+def tile_for_product(tuning: dict, m: int, n: int) -> tuple[str, int]:
+    """The rule of tuning.h's tile_for_product, written again: the pick, unless another
+    searched tile, padded to cover C, times its median in the search, is less."""
+    def padded_time(c):
+        mr, nr = map(int, c["tile"].split("x"))
+        return math.ceil(m / mr) * mr * math.ceil(n / nr) * nr * c["median_seconds"]
+    picked = next((c for c in tuning["candidates"] if (c["tile"], c["kc"], c["mc"], c["nc"]) ==
+                   (tuning["tile"], tuning["kc"], tuning["mc"], tuning["nc"])), None)
+    if picked is None or picked["median_seconds"] <= 0:
+        return tuning["tile"], tuning["mc"]
+    others = [c for c in tuning["candidates"] if c["tile"] != tuning["tile"] and c["same_result"] and c["median_seconds"] > 0]
+    best = min([picked, *others], key=padded_time)  # min keeps the first of equals: the pick
+    return best["tile"], best["mc"]
+
+
+# Products of several shapes in one process, each with the plan it ran with and its error.
+SHAPES_CHILD = """
+import json, torch, mylinearops
+g = torch.Generator().manual_seed(0)
+out = {"tuning": mylinearops.tuning_info(), "runs": []}
+for m, k, n in SHAPES:
+    A, B = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    C = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    err = ((C.double() - A.double() @ B.double()).abs().max() / (A.abs().double() @ B.abs().double()).max()).item()
+    out["runs"].append({"shape": [m, k, n], "tile": f"{plan['mr']}x{plan['nr']}", "mc": plan["mc"], "err": err})
+print(json.dumps(out))
+"""
+
+
+def test_each_product_takes_the_searched_tile_that_suits_its_shape():
+    # n = 32 fits 12 x 32 exactly and wastes a third of 8 x 48's panel; m = 104, n = 48 the
+    # reverse (12 x 32 pads to 108 x 64); the MLP's weight gradients pad 8 x 48 to 288 columns.
+    # Wherever the search timed two tiles, some of these shapes take each.
+    shapes = [[256, 128, 32], [104, 256, 48], [784, 128, 256], [256, 128, 256], [700, 300, 500], [1024, 256, 1024]]
+    base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
+    child = run_children([(f"SHAPES = {shapes}\n" + SHAPES_CHILD, child_env(base))])[0]
+    assert child.returncode == 0, child.stderr
+    report = json.loads(child.stdout.splitlines()[-1])
+    tuning = report["tuning"]
+    for run in report["runs"]:
+        m, _, n = run["shape"]
+        assert (run["tile"], run["mc"]) == tile_for_product(tuning, m, n), (run, tuning)
+        assert run["err"] < 1e-5, run
+    tiles = {c["tile"] for c in tuning["candidates"] if c["median_seconds"] > 0}
+    if len(tiles) > 1:  # two tiles timed: neither the pick nor the other is taken everywhere
+        assert {run["tile"] for run in report["runs"]} == tiles, (report["runs"], tuning)
 
 
 def test_every_tuning_candidate_computes_the_same_bits(searched):

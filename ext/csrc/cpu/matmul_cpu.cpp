@@ -532,10 +532,10 @@ KernelChoice<T> with_derived_blocks(const cpu::MicroKernel<T>* uk) {
 // calibrated), but AVX-512's one-vector tile when C is no wider than it: the
 // MLP's 256 -> 10 layer would compute 32 columns to keep 10 with the
 // 12 x 32 tile, and 16 with the one-vector tile. Float products take the
-// tile and blocks the tuning search picked (tuning.cpp), double ones the
+// searched tile and blocks that suit their shape (tuning.h), double ones the
 // cache-derived blocks.
 template <typename T>
-KernelChoice<T> best_kernel(int64_t n) {
+KernelChoice<T> best_kernel(int64_t m, int64_t n) {
   const cpu::MicroKernel<T>* chosen = usable_kernel<T>(cpu::preferred_isa().isa);
   if (chosen == nullptr) chosen = usable_kernel<T>(cpu::Isa::Generic);
   MYLINEAROPS_CHECK(chosen != nullptr, "mylinearops: the generic micro-kernel is always available");
@@ -545,7 +545,10 @@ KernelChoice<T> best_kernel(int64_t n) {
   }
   if constexpr (std::is_same_v<T, float>) {
     const cpu::Tuning& tuned = cpu::float_tuning();
-    if (std::string_view(tuned.kernel->isa) == chosen->isa) return {tuned.kernel, tuned.blocking};
+    if (std::string_view(tuned.kernel->isa) == chosen->isa) {
+      const cpu::TileChoice tile = cpu::tile_for_product(tuned, m, n);
+      return {tile.kernel, tile.blocking};
+    }
   }
   return with_derived_blocks(chosen);
 }
@@ -599,7 +602,7 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
     case Algo::CpuBlocked:
       return gemm_blocked(args);
     case Algo::CpuPacked: {
-      const KernelChoice<T> choice = best_kernel<T>(args.n);
+      const KernelChoice<T> choice = best_kernel<T>(args.m, args.n);
       return gemm_packed(args, *choice.kernel, choice.blocking);
     }
     case Algo::CpuPackedAvx512:

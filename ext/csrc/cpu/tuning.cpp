@@ -10,6 +10,9 @@
 // On a loaded machine a few slow time slices can move a median; they seldom
 // make one candidate win round after round.
 //
+// Each product then takes the searched tile that would be fastest on its
+// shape (tile_for_product in tuning.h): a tile that pads C less can win.
+//
 // kc is never searched. The k blocks fix the order in which each element of C
 // adds up its products; mc, nc and the tile do not touch that order. Every
 // candidate therefore computes the same bits (the search checks it), and a
@@ -219,6 +222,26 @@ Tuning search() {
 const Tuning& float_tuning() {
   static const Tuning tuning = search();
   return tuning;
+}
+
+TileChoice tile_for_product(const Tuning& tuning, int64_t m, int64_t n) {
+  auto same_blocks = [](const Blocking& x, const Blocking& y) { return x.kc == y.kc && x.mc == y.mc && x.nc == y.nc; };
+  auto padded_time = [&](const TuningCandidate& c) {
+    const int64_t mr = c.kernel->mr, nr = c.kernel->nr;
+    return static_cast<double>((m + mr - 1) / mr * mr) * static_cast<double>((n + nr - 1) / nr * nr) * c.median_seconds;
+  };
+  TileChoice best{tuning.kernel, tuning.blocking};
+  const auto picked = std::find_if(tuning.candidates.begin(), tuning.candidates.end(), [&](const TuningCandidate& c) {
+    return c.kernel == tuning.kernel && same_blocks(c.blocking, tuning.blocking);
+  });
+  if (picked == tuning.candidates.end() || picked->median_seconds <= 0) return best;
+  double best_time = padded_time(*picked);
+  for (const TuningCandidate& c : tuning.candidates) {
+    if (c.kernel == tuning.kernel || !c.same_result || c.median_seconds <= 0) continue;
+    const double time = padded_time(c);
+    if (time < best_time) best = {c.kernel, c.blocking}, best_time = time;
+  }
+  return best;
 }
 
 } // namespace mylinearops::cpu

@@ -35,6 +35,19 @@ struct Tuning {
 // skip the search; MYLINEAROPS_TUNING=off keeps the cache-derived defaults.
 const Tuning& float_tuning();
 
+// The tile and blocks for one float product whose C is m x n. The search's
+// pick, unless another searched tile would take less time on this shape: C
+// padded to whole tiles (rows up to a multiple of mr, columns of nr; the
+// padding is computed like the rest), times that tile's median in the search,
+// whose product both tiles cover without padding. A weight gradient of 256
+// columns gives 8 x 48 a sixth panel a third full, 12 x 32 none.
+// Without a timed search, the pick.
+struct TileChoice {
+  const MicroKernel<float>* kernel;
+  Blocking blocking;
+};
+TileChoice tile_for_product(const Tuning& tuning, int64_t m, int64_t n);
+
 // The search's limits. It times rounds until kTuningBudgetSeconds have passed
 // (at least kTuningMinRounds, at most kTuningMaxRounds), and does not start
 // when one product says that even the fewest rounds would take twice that:
