@@ -269,74 +269,47 @@ def test_isa_switch_makes_the_cpu_look_narrower():
     assert report["plan"]["microkernel"] == "generic" and report["max_error"] < 1e-3
 
 
-NARROW_CHILD = """
-import json, torch, mylinearops
-torch.manual_seed(0)
-out = {}
-for n in (10, 15, 16, 17, 64):
-    A, B = torch.randn(300, 200), torch.randn(200, n)
-    C = mylinearops.matmul(A, B)
-    plan = mylinearops.last_gemm_plan()
-    same_sums = torch.equal(C, mylinearops.matmul(A, B, algo="packed_avx2"))
-    out[n] = [plan["microkernel"], plan["nr"], (C.double() - A.double() @ B.double()).abs().max().item(), same_sums]
-out["tuning"] = mylinearops.tuning_info()
-print(json.dumps(out))
-"""
-
-
-@pytest.mark.skipif("avx512" not in mylinearops.build_info()["cpu_microkernels"], reason="this CPU (or build) has no AVX-512 micro-kernel")
-def test_narrow_outputs_get_the_one_vector_avx512_tile():
-    # The 12 x 32 AVX-512 tile would compute 32 columns to keep 10 (8 x 48: 48): up to 16 columns, the 12 x 16 tile.
-    out = run_child(NARROW_CHILD, MYLINEAROPS_ISA="avx512")
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout.splitlines()[-1])
-    tuning = report.pop("tuning")
-    wide = {n: int(tile_for_product(tuning, 300, n)[0].split("x")[1]) for n in (17, 64)}  # 32 or 48 columns
-    assert set(wide.values()) <= {32, 48}
-    assert {n: (kernel, nr) for n, (kernel, nr, _, _) in report.items()} == {
-        "10": ("avx512", 16), "15": ("avx512", 16), "16": ("avx512", 16), "17": ("avx512", wide[17]), "64": ("avx512", wide[64])}
-    assert all(error < 1e-3 for _, _, error, _ in report.values())
-    # One accumulator per element of C, fed in k order, with the same k blocks as AVX2's 6 x 16
-    # tile: bit for bit its result, on a CPU's own FMA instructions. (SIMDe's emulated AVX-512
-    # FMA in the test build is other arithmetic.)
-    if not mylinearops.build_info()["avx512_emulated"]:
-        assert report["10"][3] and report["16"][3]
-
-
 PARTIAL_CHILD = """
 import json, torch, mylinearops
 torch.manual_seed(0)
 out = {}
 # m, k, n: the MLP's last layer (read in place), ragged columns over several k blocks (C
-# accumulated through masked loads), and a packed product with a ragged last panel
-for m, k, n in ((128, 200, 10), (40, 2100, 40), (300, 200, 70)):
+# accumulated through masked loads), and packed products with a ragged last panel. Between
+# them, a last panel holding 1, 2 and 3 vectors' worth of columns, for both AVX-512 tiles.
+for m, k, n in ((128, 200, 10), (64, 300, 20), (40, 2100, 40), (300, 200, 70), (300, 200, 90)):
     A, B, bias = torch.randn(m, k), torch.randn(k, n), torch.randn(n)
     C = mylinearops.linearop(A, B, bias)
     plan = mylinearops.last_gemm_plan()
     padded = mylinearops.linearop(A, B, bias, algo="packed_avx2")
     out[f"{m}x{k}x{n}"] = {
-        "partial_tiles": plan["partial_tiles"], "pack_b": plan["pack_b"], "nr": plan["nr"],
+        "partial_tiles": plan["partial_tiles"], "pack_b": plan["pack_b"], "tile": f"{plan['mr']}x{plan['nr']}",
+        "nr": plan["nr"], "kc": plan["kc"],
         "b_elements_packed": plan["b_elements_packed"],
         "error": (C.double() - (A.double() @ B.double() + bias.double())).abs().max().item(),
         "same_as_padded_avx2": torch.equal(C, padded)}
-blocking = mylinearops.cpu_info()["blocking"]
-out["same_kc"] = blocking["avx512"]["kc"] == blocking["avx2"]["kc"]
+out["avx2_kc"] = mylinearops.cpu_info()["blocking"]["avx2"]["kc"]
 print(json.dumps(out))
 """
 
 
 @pytest.mark.skipif(not {"avx512", "avx2"} <= set(mylinearops.build_info()["cpu_microkernels"]),
                     reason="needs the AVX-512 micro-kernels, and AVX2's to compare with")
-def test_avx512_tiles_compute_ragged_columns_in_place():
-    # A last panel narrower than the tile: masked loads of B, bias and C and masked stores to C,
-    # so B is not padded (nothing packed where B is read in place) and C needs no scratch tile.
-    out = run_child(PARTIAL_CHILD, MYLINEAROPS_ISA="avx512")
+@pytest.mark.parametrize("tile", ["12x32", "8x48"])
+def test_avx512_tiles_compute_ragged_columns_in_place(tile):
+    # A last panel narrower than the tile: the vectors it fills are computed, the last through
+    # masked loads of B, bias and C and masked stores to C, so B is not padded (nothing packed
+    # where B is read in place) and C needs no scratch tile.
+    out = run_child(PARTIAL_CHILD, MYLINEAROPS_ISA="avx512", MYLINEAROPS_TILE=tile)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.splitlines()[-1])
-    same_kc = report.pop("same_kc")
+    avx2_kc = report.pop("avx2_kc")
+    filled = {math.ceil(int(shape.split("x")[2]) % r["nr"] / 16) for shape, r in report.items()}
+    assert filled == ({1, 2} if tile == "12x32" else {1, 2, 3})  # vectors in the last panel
     for shape, r in report.items():
         m, k, n = map(int, shape.split("x"))
-        assert r["partial_tiles"] and n % r["nr"], shape  # every case has a ragged last panel
+        blocks = math.ceil(k / avx2_kc)  # the k blocks of AVX2's 6 x 16 tile: equal, in multiples of 8
+        same_kc = r["kc"] == math.ceil(math.ceil(k / blocks) / 8) * 8
+        assert r["tile"] == tile and r["partial_tiles"] and n % r["nr"], shape  # a ragged last panel
         assert r["error"] < 1e-4 * k**0.5, shape
         # read in place: no element of B copied (the padded path copies the ragged panel)
         assert r["b_elements_packed"] == (k * n if r["pack_b"] else 0), shape
@@ -519,10 +492,11 @@ def test_tuning_search_is_bounded_and_picks_only_a_clear_gain(searched):
 
 def tile_for_product(tuning: dict, m: int, n: int) -> tuple[str, int]:
     """The rule of tuning.h's tile_for_product, written again: the pick, unless another
-    searched tile, padded to cover C, times its median in the search, is less."""
+    searched tile, with C padded as it computes it, times its median in the search, is less."""
     def padded_time(c):
         mr, nr = map(int, c["tile"].split("x"))
-        return math.ceil(m / mr) * mr * math.ceil(n / nr) * nr * c["median_seconds"]
+        step = 16 if tuning["isa"] == "avx512" else nr  # AVX-512's masked twins: whole vectors of 16 floats
+        return math.ceil(m / mr) * mr * math.ceil(n / step) * step * c["median_seconds"]
     picked = next((c for c in tuning["candidates"] if (c["tile"], c["kc"], c["mc"], c["nc"]) ==
                    (tuning["tile"], tuning["kc"], tuning["mc"], tuning["nc"])), None)
     if picked is None or picked["median_seconds"] <= 0:
@@ -548,10 +522,9 @@ print(json.dumps(out))
 
 
 def test_each_product_takes_the_searched_tile_that_suits_its_shape():
-    # n = 32 fits 12 x 32 exactly and wastes a third of 8 x 48's panel; m = 104, n = 48 the
-    # reverse (12 x 32 pads to 108 x 64); the MLP's weight gradients pad 8 x 48 to 288 columns.
-    # Wherever the search timed two tiles, some of these shapes take each.
-    shapes = [[256, 128, 32], [104, 256, 48], [784, 128, 256], [256, 128, 256], [700, 300, 500], [1024, 256, 1024]]
+    # 12 rows fill one 12 x 32 tile and pad 8 x 48's to 16; 8 rows the reverse (12 x 32 pads to
+    # 12). Wherever the search timed two tiles, some of these shapes take each.
+    shapes = [[12, 256, 1024], [8, 256, 1024], [36, 256, 500], [104, 256, 48], [784, 128, 256], [700, 300, 500]]
     base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
     child = run_children([(f"SHAPES = {shapes}\n" + SHAPES_CHILD, child_env(base))])[0]
     assert child.returncode == 0, child.stderr

@@ -503,19 +503,6 @@ const cpu::MicroKernel<T>* usable_kernel(cpu::Isa isa) {
   return (uk != nullptr && cpu::usable(isa)) ? uk : nullptr;
 }
 
-// AVX-512's one-vector tile (12 x 16 floats), where this build has it and
-// this CPU may run it.
-template <typename T>
-const cpu::MicroKernel<T>* narrow_avx512_kernel();
-template <>
-const cpu::MicroKernel<float>* narrow_avx512_kernel<float>() {
-  return cpu::usable(cpu::Isa::Avx512) ? cpu::avx512_narrow_kernel_f32() : nullptr;
-}
-template <>
-const cpu::MicroKernel<double>* narrow_avx512_kernel<double>() {
-  return cpu::usable(cpu::Isa::Avx512) ? cpu::avx512_narrow_kernel_f64() : nullptr;
-}
-
 // A micro-kernel and the cache blocks to run it with.
 template <typename T>
 struct KernelChoice {
@@ -529,20 +516,13 @@ KernelChoice<T> with_derived_blocks(const cpu::MicroKernel<T>* uk) {
 }
 
 // The preferred kernel (cpu_features.cpp: MYLINEAROPS_ISA, the only one, or
-// calibrated), but AVX-512's one-vector tile when C is no wider than it: the
-// MLP's 256 -> 10 layer would compute 32 columns to keep 10 with the
-// 12 x 32 tile, and 16 with the one-vector tile. Float products take the
-// searched tile and blocks that suit their shape (tuning.h), double ones the
-// cache-derived blocks.
+// calibrated). Float products take the searched tile and blocks that suit
+// their shape (tuning.h), double ones the cache-derived blocks.
 template <typename T>
 KernelChoice<T> best_kernel(int64_t m, int64_t n) {
   const cpu::MicroKernel<T>* chosen = usable_kernel<T>(cpu::preferred_isa().isa);
   if (chosen == nullptr) chosen = usable_kernel<T>(cpu::Isa::Generic);
   MYLINEAROPS_CHECK(chosen != nullptr, "mylinearops: the generic micro-kernel is always available");
-  if (std::string_view(chosen->isa) == "avx512") {
-    const cpu::MicroKernel<T>* narrow = narrow_avx512_kernel<T>();
-    if (narrow != nullptr && n <= narrow->nr) return with_derived_blocks(narrow);
-  }
   if constexpr (std::is_same_v<T, float>) {
     const cpu::Tuning& tuned = cpu::float_tuning();
     if (std::string_view(tuned.kernel->isa) == chosen->isa) {

@@ -47,6 +47,7 @@ struct MicroKernel {
   int mr, nr;      // register tile: mr rows x nr columns of C
   MicroKernelFn<T> fn;
   MicroKernelColsFn<T> partial_fn = nullptr; // nullptr: ragged columns go through a padded panel
+  int partial_step = 0; // partial_fn computes the columns asked for rounded up to this (one vector)
 };
 
 // A loop of independent vector FMAs on registers only, to measure the compute
@@ -63,8 +64,6 @@ struct FmaLoop {
 const MicroKernel<float>* avx512_kernel_f32();
 const MicroKernel<double>* avx512_kernel_f64();
 const MicroKernel<float>* avx512_kernel_f32_8x48(); // a second float tile: 8 x 48 (three vectors wide)
-const MicroKernel<float>* avx512_narrow_kernel_f32(); // one vector wide: 12 x 16 floats
-const MicroKernel<double>* avx512_narrow_kernel_f64();
 const MicroKernel<float>* avx2_kernel_f32();
 const MicroKernel<double>* avx2_kernel_f64();
 const MicroKernel<float>* generic_kernel_f32();

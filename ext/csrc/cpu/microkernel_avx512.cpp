@@ -33,8 +33,10 @@ namespace mylinearops::cpu {
 namespace {
 
 // The lanes [0, n) of a vector of `width` lanes, as a mask (n may be <= 0 or >= width).
+// Without branches, so that the compiler computes a loop's mask once, before the loop.
 inline unsigned first_lanes(int n, int width) {
-  return n <= 0 ? 0u : n >= width ? (1u << width) - 1 : (1u << n) - 1;
+  const int lanes = n < 0 ? 0 : n > width ? width : n;
+  return static_cast<unsigned>((uint64_t{1} << lanes) - 1);
 }
 
 // Masked loads (the lanes past n read as zero, and their memory is not
@@ -99,23 +101,19 @@ struct Avx512F64 {
 };
 
 // 32 zmm registers: 12 x 2 accumulators + 2 B vectors + 1 broadcast. Every
-// AVX-512 tile has a masked twin for a ragged last panel of columns.
-constexpr MicroKernel<float> kF32{
-    "avx512", 12, 32, &microkernel<Avx512F32, 12, 2>, &microkernel_partial<Avx512F32, 12, 2>};
-constexpr MicroKernel<double> kF64{
-    "avx512", 12, 16, &microkernel<Avx512F64, 12, 2>, &microkernel_partial<Avx512F64, 12, 2>};
+// AVX-512 tile has a masked twin for a ragged last panel of columns, which
+// computes only the vectors that hold some of them: C no wider than one
+// vector (the MLP's 10 classes) costs one vector's FMAs per row.
+constexpr MicroKernel<float> kF32{"avx512", 12, 32, &microkernel<Avx512F32, 12, 2>,
+                                  &microkernel_partial<Avx512F32, 12, 2>, Avx512F32::kWidth};
+constexpr MicroKernel<double> kF64{"avx512", 12, 16, &microkernel<Avx512F64, 12, 2>,
+                                   &microkernel_partial<Avx512F64, 12, 2>, Avx512F64::kWidth};
 // Three vectors per row: 8 x 3 accumulators + 3 B vectors + 1 broadcast. Per k
 // step 3 loads and 8 broadcasts feed 24 FMAs (12 x 32: 2 loads, 12 broadcasts),
 // so fewer load slots per FMA; the tuning search (tuning.cpp) measures which
 // of the two is faster on the running CPU.
-constexpr MicroKernel<float> kF32Tile8x48{
-    "avx512", 8, 48, &microkernel<Avx512F32, 8, 3>, &microkernel_partial<Avx512F32, 8, 3>};
-// One vector per row, for C at most one vector wide (the MLP's 10 classes):
-// a 12 x 32 tile would compute 32 columns to keep 10.
-constexpr MicroKernel<float> kF32Narrow{
-    "avx512", 12, 16, &microkernel<Avx512F32, 12, 1>, &microkernel_partial<Avx512F32, 12, 1>};
-constexpr MicroKernel<double> kF64Narrow{
-    "avx512", 12, 8, &microkernel<Avx512F64, 12, 1>, &microkernel_partial<Avx512F64, 12, 1>};
+constexpr MicroKernel<float> kF32Tile8x48{"avx512", 8, 48, &microkernel<Avx512F32, 8, 3>,
+                                           &microkernel_partial<Avx512F32, 8, 3>, Avx512F32::kWidth};
 constexpr FmaLoop kFmaLoop{"avx512", kFmaChains * Avx512F32::kWidth * 2, &fma_peak_loop<Avx512F32, kFmaChains>};
 // [/book:cpu-avx512-target]
 
@@ -132,8 +130,6 @@ namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return &kF32; }
 const MicroKernel<double>* avx512_kernel_f64() { return &kF64; }
 const MicroKernel<float>* avx512_kernel_f32_8x48() { return &kF32Tile8x48; }
-const MicroKernel<float>* avx512_narrow_kernel_f32() { return &kF32Narrow; }
-const MicroKernel<double>* avx512_narrow_kernel_f64() { return &kF64Narrow; }
 const FmaLoop* avx512_fma_loop() { return &kFmaLoop; }
 } // namespace mylinearops::cpu
 
@@ -143,8 +139,6 @@ namespace mylinearops::cpu {
 const MicroKernel<float>* avx512_kernel_f32() { return nullptr; }
 const MicroKernel<double>* avx512_kernel_f64() { return nullptr; }
 const MicroKernel<float>* avx512_kernel_f32_8x48() { return nullptr; }
-const MicroKernel<float>* avx512_narrow_kernel_f32() { return nullptr; }
-const MicroKernel<double>* avx512_narrow_kernel_f64() { return nullptr; }
 const FmaLoop* avx512_fma_loop() { return nullptr; }
 } // namespace mylinearops::cpu
 

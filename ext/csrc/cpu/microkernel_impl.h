@@ -22,14 +22,23 @@ namespace {
 // MR addresses of a step are constant offsets.
 enum ALayout { kAStrided, kAPacked, kAColumnMajor };
 
-// A vector at p; with kPartial only its first n lanes (the rest read as zero).
-template <typename Vt, bool kPartial>
-inline typename Vt::V load_lanes(const typename Vt::T* p, int n) {
+// Vector v of a row of NV vectors. With kPartial the last one holds only its
+// first `last` lanes (the rest read as zero, their memory not touched); the
+// others are whole.
+template <typename Vt, int NV, bool kPartial>
+inline typename Vt::V load_vector(const typename Vt::T* row, int v, int last) {
   if constexpr (kPartial) {
-    return Vt::load_first(p, n);
-  } else {
-    return Vt::load(p);
+    if (v == NV - 1) return Vt::load_first(row + v * Vt::kWidth, last);
   }
+  return Vt::load(row + v * Vt::kWidth);
+}
+
+template <typename Vt, int NV, bool kPartial>
+inline void store_vector(typename Vt::T* row, int v, typename Vt::V value, int last) {
+  if constexpr (kPartial) {
+    if (v == NV - 1) return Vt::store_first(row + v * Vt::kWidth, value, last);
+  }
+  Vt::store(row + v * Vt::kWidth, value);
 }
 
 #if defined(__GNUC__)
@@ -38,26 +47,55 @@ inline typename Vt::V load_lanes(const typename Vt::T* p, int n) {
 #define MYLINEAROPS_ALWAYS_INLINE inline
 #endif
 
+// Where the MR elements of A of one k step are. Packed and column-major
+// panels: one pointer, the rows at constant offsets. A in place with a row
+// stride: one pointer per three rows, each serving its row and the next two
+// at offsets of a_rs and 2 a_rs elements. With one address per row, 12 rows
+// took more general registers than x86-64 has, and GCC reloaded some of them
+// from the stack at every step.
+template <typename T, int MR, ALayout kA>
+struct AStep {
+  static constexpr int kPointers = kA == kAStrided ? (MR + 2) / 3 : 1;
+  const T* rows[kPointers];
+  int64_t rs, cs;
+  MYLINEAROPS_ALWAYS_INLINE AStep(const T* a, int64_t a_rs, int64_t a_cs)
+      : rs(kA == kAStrided ? a_rs : 1), cs(kA == kAPacked ? MR : a_cs) {
+#pragma GCC unroll 8
+    for (int g = 0; g < kPointers; ++g) rows[g] = a + 3 * g * rs;
+  }
+  MYLINEAROPS_ALWAYS_INLINE const T* row(int i) const {
+    if constexpr (kA == kAStrided) {
+      return rows[i / 3] + (i % 3) * rs;
+    } else {
+      return rows[0] + i;
+    }
+  }
+  MYLINEAROPS_ALWAYS_INLINE void next() {
+#pragma GCC unroll 8
+    for (int g = 0; g < kPointers; ++g) rows[g] += cs;
+  }
+};
+
 // One k step: NV vectors of B, MR broadcasts of A, MR * NV FMAs.
-template <typename Vt, int MR, int NV, bool kPartial>
+template <typename Vt, int MR, int NV, bool kPartial, ALayout kA>
 MYLINEAROPS_ALWAYS_INLINE void fma_step(
-    typename Vt::V (&acc)[MR][NV], const typename Vt::T* a, int64_t a_rs, const typename Vt::T* b, int cols) {
+    typename Vt::V (&acc)[MR][NV], const AStep<typename Vt::T, MR, kA>& a, const typename Vt::T* b, int last) {
   using V = typename Vt::V;
-  constexpr int W = Vt::kWidth;
   V bv[NV];
 #pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) bv[v] = load_lanes<Vt, kPartial>(b + v * W, cols - v * W);
+  for (int v = 0; v < NV; ++v) bv[v] = load_vector<Vt, NV, kPartial>(b, v, last);
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
-    const V av = Vt::broadcast(a + i * a_rs);
+    const V av = Vt::broadcast(a.row(i));
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = Vt::fmadd(av, bv[v], acc[i][v]);
   }
 }
 
-// kPartial: only the first `cols` columns of B, bias and C are touched, through
-// the traits' masked loads and stores (a vector wholly past `cols` is
-// computed from zeros and never stored). The arithmetic is the same.
+// kPartial: only the first `cols` columns of B, bias and C are touched: the
+// last of the NV vectors through the traits' masked loads and stores, which
+// cols fills at least in part (microkernel_partial below drops the vectors
+// wholly past it). The arithmetic is the same.
 // `next`: the first next.lines steps each also pull a cache line toward L2
 // (a loop of their own, so the other steps carry no test).
 template <typename Vt, int MR, int NV, ALayout kA, bool kPartial>
@@ -67,8 +105,8 @@ inline void microkernel_body(
     L2Prefetch next, int cols) {
   using V = typename Vt::V;
   constexpr int W = Vt::kWidth;
-  if constexpr (kA == kAPacked) a_rs = 1, a_cs = MR;
-  if constexpr (kA == kAColumnMajor) a_rs = 1;
+  const int last = cols - (NV - 1) * W; // lanes of the last vector in use (W unless kPartial)
+  AStep<typename Vt::T, MR, kA> a_step(a, a_rs, a_cs);
   V acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -97,14 +135,14 @@ inline void microkernel_body(
     __builtin_prefetch(line, 0, 2); // read, into L2 (prefetcht1)
 #endif
     line += kCacheLineBytes;
-    fma_step<Vt, MR, NV, kPartial>(acc, a, a_rs, b, cols);
-    a += a_cs;
+    fma_step<Vt, MR, NV, kPartial>(acc, a_step, b, last);
+    a_step.next();
     b += b_rs;
   }
 #pragma GCC unroll 4
   for (; p < kc; ++p) {
-    fma_step<Vt, MR, NV, kPartial>(acc, a, a_rs, b, cols);
-    a += a_cs;
+    fma_step<Vt, MR, NV, kPartial>(acc, a_step, b, last);
+    a_step.next();
     b += b_rs;
   }
 
@@ -115,15 +153,11 @@ inline void microkernel_body(
     for (int v = 0; v < NV; ++v) {
       V out = acc[i][v];
       if (accumulate) {
-        out = Vt::add(out, load_lanes<Vt, kPartial>(ci + v * W, cols - v * W));
+        out = Vt::add(out, load_vector<Vt, NV, kPartial>(ci, v, last));
       } else if (bias != nullptr) {
-        out = Vt::add(out, load_lanes<Vt, kPartial>(bias + v * W, cols - v * W));
+        out = Vt::add(out, load_vector<Vt, NV, kPartial>(bias, v, last));
       }
-      if constexpr (kPartial) {
-        Vt::store_first(ci + v * W, out, cols - v * W);
-      } else {
-        Vt::store(ci + v * W, out);
-      }
+      store_vector<Vt, NV, kPartial>(ci, v, out, last);
     }
   }
 }
@@ -150,12 +184,19 @@ void microkernel(
 }
 
 // The first `cols` columns of the tile (MicroKernelColsFn), for traits with
-// masked loads and stores.
+// masked loads and stores. Only the vectors that hold any of them are
+// computed: a last panel of 16 columns costs 8 x 48 one vector's FMAs per
+// row, not three.
 template <typename Vt, int MR, int NV>
 void microkernel_partial(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
     int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, L2Prefetch next,
     int cols) {
+  if constexpr (NV > 1) {
+    if (cols <= (NV - 1) * Vt::kWidth) {
+      return microkernel_partial<Vt, MR, NV - 1>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, cols);
+    }
+  }
   dispatch_layout<Vt, MR, NV, true>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, cols);
 }
 // [/book:cpu-microkernel]

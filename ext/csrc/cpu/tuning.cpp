@@ -227,8 +227,9 @@ const Tuning& float_tuning() {
 TileChoice tile_for_product(const Tuning& tuning, int64_t m, int64_t n) {
   auto same_blocks = [](const Blocking& x, const Blocking& y) { return x.kc == y.kc && x.mc == y.mc && x.nc == y.nc; };
   auto padded_time = [&](const TuningCandidate& c) {
-    const int64_t mr = c.kernel->mr, nr = c.kernel->nr;
-    return static_cast<double>((m + mr - 1) / mr * mr) * static_cast<double>((n + nr - 1) / nr * nr) * c.median_seconds;
+    const int64_t mr = c.kernel->mr, step = c.kernel->partial_fn ? c.kernel->partial_step : c.kernel->nr;
+    return static_cast<double>((m + mr - 1) / mr * mr) * static_cast<double>((n + step - 1) / step * step) *
+        c.median_seconds;
   };
   TileChoice best{tuning.kernel, tuning.blocking};
   const auto picked = std::find_if(tuning.candidates.begin(), tuning.candidates.end(), [&](const TuningCandidate& c) {

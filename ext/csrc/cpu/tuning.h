@@ -37,11 +37,11 @@ const Tuning& float_tuning();
 
 // The tile and blocks for one float product whose C is m x n. The search's
 // pick, unless another searched tile would take less time on this shape: C
-// padded to whole tiles (rows up to a multiple of mr, columns of nr; the
-// padding is computed like the rest), times that tile's median in the search,
-// whose product both tiles cover without padding. A weight gradient of 256
-// columns gives 8 x 48 a sixth panel a third full, 12 x 32 none.
-// Without a timed search, the pick.
+// padded as the tile computes it (rows up to a multiple of mr, columns of one
+// vector where a masked twin computes a ragged panel, else of nr), times that
+// tile's median in the search, whose product every tile covers without
+// padding. A C of 36 rows is 3 tiles of 12 x 32, or 5 of 8 x 48 with 4 rows
+// of zeros. Without a timed search, the pick.
 struct TileChoice {
   const MicroKernel<float>* kernel;
   Blocking blocking;
