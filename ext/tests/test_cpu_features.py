@@ -534,9 +534,14 @@ def test_each_product_takes_the_searched_tile_that_suits_its_shape():
         m, _, n = run["shape"]
         assert (run["tile"], run["mc"]) == tile_for_product(tuning, m, n), (run, tuning)
         assert run["err"] < 1e-5, run
-    tiles = {c["tile"] for c in tuning["candidates"] if c["median_seconds"] > 0}
-    if len(tiles) > 1:  # two tiles timed: neither the pick nor the other is taken everywhere
-        assert {run["tile"] for run in report["runs"]} == tiles, (report["runs"], tuning)
+    fastest = {}  # per tile, its best median in the search
+    for c in tuning["candidates"]:
+        if c["median_seconds"] > 0:
+            fastest[c["tile"]] = min(fastest.get(c["tile"], math.inf), c["median_seconds"])
+    # Two tiles timed within 30% of each other (12 and 8 rows pad the other tile by 33% and 50%):
+    # neither the pick nor the other is taken everywhere.
+    if len(fastest) == 2 and max(fastest.values()) < 1.3 * min(fastest.values()):
+        assert {run["tile"] for run in report["runs"]} == set(fastest), (report["runs"], tuning)
 
 
 def test_every_tuning_candidate_computes_the_same_bits(searched):
