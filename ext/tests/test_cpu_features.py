@@ -115,26 +115,29 @@ def l1d_set_span() -> int:
 
 
 @pytest.mark.parametrize(
-    "rows, k, packs_a",
+    "rows, k, n, packs_a",
     [
-        (784, 128, False),  # a weight gradient X^T dY: column-major A, k = the batch
-        (256, 256, False),
-        (784, 264, True),  # k beyond one short block: packed, as any A with many rows
-        (1024, 128, None),  # columns 4 KiB apart: packed where that is a multiple of L1's set span
+        (784, 128, 96, True),  # a weight gradient X^T dY: column-major A, k = the batch
+        (256, 128, 96, True),  # the second layer's (256 inputs)
+        (600, 200, 8, False),  # C one tile wide: each panel of A serves one call, read in place
+        (1024, 128, 8, None),  # columns 4 KiB apart: packed where that is a multiple of L1's set span
     ],
 )
-def test_short_column_major_a_is_read_in_place(rows, k, packs_a):
+def test_column_major_a_is_packed_unless_c_is_one_tile_wide(rows, k, n, packs_a):
     torch.manual_seed(0)
     if packs_a is None:
         packs_a = (rows * 4) % l1d_set_span() == 0
-    A, B = torch.randn(k, rows).mT, torch.randn(k, 96)  # A: rows x k, column-major
+    A, B = torch.randn(k, rows).mT, torch.randn(k, n)  # A: rows x k, column-major
     C = mylinearops.matmul(A, B)
     plan = mylinearops.last_gemm_plan()
-    assert plan["pack_a"] == packs_a and plan["pack_b"]
-    if not packs_a:  # only the ragged last rows are copied (by each thread that needs them)
-        assert plan["a_elements_packed"] < plan["threads"] * plan["mr"] * k
-    # where A is read from does not change the order of the additions: bitwise the packed result
+    assert plan["pack_a"] == packs_a and plan["pack_b"], plan
+    if packs_a:  # every element once per column group (whose threads split the rows)
+        assert plan["a_elements_packed"] == rows * k * plan["col_groups"], plan
+    else:  # only the ragged last rows are copied (by each thread that needs them)
+        assert plan["a_elements_packed"] < plan["threads"] * plan["mr"] * k, plan
+    # where A is read from does not change the order of the additions: bitwise the row-major product
     assert torch.equal(C, mylinearops.matmul(A.contiguous(), B))
+    assert_close_to_reference(C, reference(A, B), k)
 
 
 @pytest.mark.parametrize("shape", [(700, 650, 300), (128, 784, 256), (37, 1000, 21)])

@@ -158,7 +158,11 @@ void pack_a_panels(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int
       }
       continue;
     }
-    // column-major (e.g. X.t() in the backward), general strides, last rows
+    if (rows == MR && g.a_stride0 == 1) { // column-major (a weight gradient's X^T): MR adjacent elements per step
+      for (int64_t p = 0; p < kc; ++p) std::copy_n(src + p * g.a_stride1, MR, dst + p * MR);
+      continue;
+    }
+    // general strides, last rows
     for (int64_t p = 0; p < kc; ++p) {
       const T* col = src + p * g.a_stride1;
       for (int i = 0; i < rows; ++i) dst[p * MR + i] = col[i * g.a_stride0];
@@ -179,10 +183,11 @@ void pack_a(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc
 
 // Same for panels [panel_begin, panel_end) of a kc x nc block of B, in
 // panels of NR columns: panel q holds B[p0 + p, j0 + q*NR + j] at
-// [q * NR * kc + p * NR + j].
+// [q * NR * kc + p * NR + j]. With zero_pad, the columns of the last panel
+// past nc are zeros; a tile with a masked twin never reads them.
 template <typename T>
 void pack_b(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int NR,
-            int64_t panel_begin, int64_t panel_end, T* out) {
+            int64_t panel_begin, int64_t panel_end, bool zero_pad, T* out) {
   if (panel_begin >= panel_end) return;
   const int64_t col_end = std::min(nc, panel_end * NR);
   if (g.b_stride1 == 1) {
@@ -211,6 +216,7 @@ void pack_b(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc
       }
     }
   }
+  if (!zero_pad) return;
   const int64_t padded_end = panel_end * NR; // zero the columns past the edge of B
   for (int64_t j = col_end; j < padded_end; ++j) {
     T* dst = out + (j / NR) * NR * kc + j % NR;
@@ -324,21 +330,19 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   // measured in the book's "making kernels fast" chapter (MYLINEAROPS_PACK).
   // B must be packed when its rows are not contiguous (the micro-kernel
   // loads vectors along them), A when neither of its strides is 1.
-  // A column-major A over a short k, as in a weight gradient X^T dY (k is
-  // the batch), is read in place whatever the rows: its micro-panel is then
-  // as compact as a packed one, except when its columns lie a multiple of
-  // L1's set span apart (a 1024-row float matrix: 4 KiB), which would put
-  // all of them in one cache set.
-  // A row-major A is read in place whatever the rows when C is no wider than
+  // A column-major A (a weight gradient's X^T, k the batch) is packed like a
+  // row-major one: its MR elements of a k step are adjacent, so the copy is
+  // one short run per step; read in place, its steps lie a row of X apart,
+  // and on two threads of a Xeon that measured slower.
+  // Either layout is read in place whatever the rows when C is no wider than
   // one tile (the MLP's 10 classes): each panel of A then serves a single
-  // micro-kernel call, and a copy would be read once. Same exception for
-  // rows a multiple of L1's set span apart.
-  constexpr int64_t kShortK = 256;
+  // micro-kernel call, and a copy would be read once. Not when the steps of a
+  // panel (its rows, or its columns) lie a multiple of L1's set span apart (a
+  // 1024-wide float matrix: 4 KiB), which would put all of them in one set.
   const int64_t set_span = cpu::cache_sizes().l1d_set_span;
-  const bool short_column_major_a = g.a_stride0 == 1 && g.a_stride1 != 1 && k <= kShortK &&
-      (g.a_stride1 * static_cast<int64_t>(sizeof(T))) % set_span != 0;
-  const bool one_tile_wide_row_major_a =
-      g.a_stride1 == 1 && n <= NR && (g.a_stride0 * static_cast<int64_t>(sizeof(T))) % set_span != 0;
+  const int64_t a_lead = g.a_stride1 == 1 ? g.a_stride0 : g.a_stride1; // between the steps of a panel
+  const bool one_tile_wide_a = (g.a_stride0 == 1 || g.a_stride1 == 1) && n <= NR &&
+      (a_lead * static_cast<int64_t>(sizeof(T))) % set_span != 0;
   // A ragged last panel of columns: a tile with a masked twin (AVX-512's)
   // computes it in place, reading B and writing C in those columns only;
   // others pad it (packing that panel of B, zeros past its edge) and compute a
@@ -346,7 +350,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   const bool partial_tiles = uk.partial_fn != nullptr;
   const bool pack_b_now = !small || g.b_stride1 != 1;
   const bool pack_a_now = (g.a_stride0 != 1 && g.a_stride1 != 1) ||
-      (!small && !(pack_mode == cpu::PackMode::Auto && (short_column_major_a || one_tile_wide_row_major_a)));
+      (!small && !(pack_mode == cpu::PackMode::Auto && one_tile_wide_a));
 
   GemmPlan& plan = last_plan;
   plan.microkernel = uk.isa, plan.mr = MR, plan.nr = NR;
@@ -379,10 +383,10 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
         if (pack_b_now) {
           const int64_t first_panel = col_begin + group_panels * row_group / grid.row_groups;
           const int64_t end_panel = col_begin + group_panels * (row_group + 1) / grid.row_groups;
-          pack_b(g, p0, kc, j0, nc, NR, first_panel, end_panel, b_pack);
+          pack_b(g, p0, kc, j0, nc, NR, first_panel, end_panel, !partial_tiles, b_pack);
           b_packed += kc * std::max<int64_t>(0, std::min(nc, end_panel * NR) - first_panel * NR);
         } else if (col_end * NR > nc && row_group == 0 && !partial_tiles) { // ragged last panel, padded
-          pack_b(g, p0, kc, j0, nc, NR, col_end - 1, col_end, b_pack);
+          pack_b(g, p0, kc, j0, nc, NR, col_end - 1, col_end, true, b_pack);
           b_packed += kc * (nc - (col_end - 1) * NR);
         }
 #ifdef _OPENMP
