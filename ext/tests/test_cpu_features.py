@@ -153,6 +153,29 @@ def test_results_do_not_depend_on_the_thread_count(shape):
     assert all(torch.equal(results[0], r) for r in results[1:])
 
 
+@pytest.mark.parametrize("m", [1024, 1000, 2000])
+def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
+    # The threads that share panels of B are dealt blocks of rows as they finish: about 8
+    # each, at most mc rows, at least 8 row panels. Who computes which block never changes
+    # a bit of C, and every element of A is still packed once.
+    torch.manual_seed(0)
+    k, n = 300, 400
+    A, B = torch.randn(m, k), torch.randn(k, n)
+    torch.set_num_threads(1)
+    one = mylinearops.matmul(A, B)
+    alone = mylinearops.last_gemm_plan()
+    torch.set_num_threads(2)
+    two = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    assert alone["row_block"] == alone["mc"]  # one thread: its blocks of mc rows, as always
+    assert plan["row_groups"] == 2, plan  # this shape: the two threads share B
+    mr, blocks = plan["mr"], -(-m // plan["row_block"])
+    assert plan["row_block"] % mr == 0 and 8 * mr <= plan["row_block"] <= plan["mc"], plan
+    assert blocks >= 12 or plan["row_block"] in (8 * mr, plan["mc"]), plan  # about 8 per thread
+    assert plan["a_elements_packed"] == m * k and plan["b_elements_packed"] == k * n
+    assert torch.equal(one, two)
+
+
 def test_fma_loop_reports_the_work_it_did():
     per_iteration = torch.ops.mylinearops.cpu_fma_loop("generic", 1, 1)
     assert per_iteration == 12 * 4 * 2  # 12 chains of 4-float vectors, 2 FLOPs per multiply-add
@@ -399,6 +422,31 @@ for name, (m, k, n) in {"few rows": (128, 300, 96), "many rows": (700, 650, 300)
     out[name] = {"pack_a": plan["pack_a"], "pack_b": plan["pack_b"], "C": C.flatten()[::97].tolist()}
 print(json.dumps(out))
 """
+
+
+# Column groups do not wait for each other, so one may pack a later block of B (a shorter
+# last kc, a narrower last nc) while another still computes from the same buffer. Small
+# blocks make many such blocks; a col-major B is always packed; 7 rows give column groups.
+COLUMN_GROUPS_CHILD = """
+import json, torch, mylinearops
+torch.manual_seed(0)
+A, B = torch.randn(7, 300), torch.randn(250, 300).mT
+torch.set_num_threads(1)
+expected = mylinearops.matmul(A, B)
+torch.set_num_threads(2)
+wrong = sum(not torch.equal(mylinearops.matmul(A, B), expected) for _ in range(300))
+print(json.dumps({"wrong": wrong, "plan": mylinearops.last_gemm_plan()}))
+"""
+
+
+def test_column_groups_running_blocks_apart_never_overwrite_each_others_panels():
+    out = run_child(COLUMN_GROUPS_CHILD, MYLINEAROPS_BLOCKING="64,40,96")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    plan = result["plan"]
+    assert plan["col_groups"] == 2 and plan["pack_b"] and plan["kc"] < 300 and plan["nc"] < 250, plan
+    # Before each group packed into a region of its own, most of these calls came out wrong.
+    assert result["wrong"] == 0
 
 
 def test_pack_switch_overrides_the_rule_without_changing_a_bit():

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -159,7 +160,9 @@ void pack_a_panels(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int
       continue;
     }
     if (rows == MR && g.a_stride0 == 1) { // column-major (a weight gradient's X^T): MR adjacent elements per step
-      for (int64_t p = 0; p < kc; ++p) std::copy_n(src + p * g.a_stride1, MR, dst + p * MR);
+      // memcpy of a size known at compile time: a few moves inline, where
+      // std::copy_n became a call to memmove per step
+      for (int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * MR, src + p * g.a_stride1, MR * sizeof(T));
       continue;
     }
     // general strides, last rows
@@ -234,29 +237,43 @@ int64_t round_up(int64_t a, int64_t b) {
 
 // How the threads share C: a grid of row_groups x col_groups. A column group
 // packs the panels of B it needs itself, so with a single row group the
-// threads share nothing and never wait for each other; row groups share
-// their column group's panels of B (a barrier per block) but each packs only
-// its own rows of A. The grid minimises a rough time per thread: its
-// multiply-adds, plus every element it packs counted as kCopyCost of them
-// (a copy moves one element per cycle, the FMA units do 16 or more
-// multiply-adds per cycle).
+// threads share nothing and never wait for each other; the row_groups threads
+// of a column group share its panels of B (a barrier per block) and split its
+// rows, each packing only the rows of A it computes. Columns are split in
+// whole steps of col_step (column_range below). The grid minimises a rough
+// time per thread: its multiply-adds, plus every element it packs counted as
+// kCopyCost of them (a copy moves one element per cycle, the FMA units do 16
+// or more multiply-adds per cycle).
 struct ThreadGrid {
   int row_groups, col_groups;
 };
 
-ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int NR, bool pack_a, bool pack_b) {
+ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int64_t col_step, bool pack_a, bool pack_b) {
   constexpr int64_t kCopyCost = 16;
   ThreadGrid best{1, threads};
   int64_t best_cost = INT64_MAX;
   for (int rows = 1; rows <= threads; ++rows) {
     if (threads % rows != 0) continue;
     const int cols = threads / rows;
-    const int64_t my_rows = ceil_div(ceil_div(m, MR), rows) * MR, my_cols = ceil_div(ceil_div(n, NR), cols) * NR;
+    const int64_t my_rows = ceil_div(ceil_div(m, MR), rows) * MR, my_cols = ceil_div(ceil_div(n, col_step), cols) * col_step;
     const int64_t copies = (pack_a ? my_rows * k : 0) + (pack_b ? my_cols * k / rows : 0);
     const int64_t cost = my_rows * my_cols * k + kCopyCost * copies;
     if (cost < best_cost) best = {rows, cols}, best_cost = cost;
   }
   return best;
+}
+
+// The columns [begin, end) of an nc-wide block that column group `group` of
+// `groups` computes: whole steps of `step` columns (NR, or one vector where a
+// masked tile computes a ragged panel in place, so that 256 columns in
+// 48-wide panels split 128 + 128 and not 144 + 112).
+struct ColumnRange {
+  int64_t begin, end;
+};
+
+ColumnRange column_range(int64_t nc, int64_t step, int group, int groups) {
+  const int64_t steps = ceil_div(nc, step);
+  return {std::min(nc, steps * group / groups * step), std::min(nc, steps * (group + 1) / groups * step)};
 }
 
 // What the last packed product on this thread did, for the book and the
@@ -266,7 +283,7 @@ ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int
 struct GemmPlan {
   const char* microkernel = "";
   int mr = 0, nr = 0;
-  int64_t kc = 0, mc = 0, nc = 0;
+  int64_t kc = 0, mc = 0, nc = 0, row_block = 0;
   int threads = 0, row_groups = 0, col_groups = 0;
   bool pack_a = false, pack_b = false, partial_tiles = false;
   std::atomic<int64_t> a_elements_packed{0}, b_elements_packed{0}, b_lines_prefetched{0};
@@ -279,11 +296,18 @@ thread_local GemmPlan last_plan;
 //   for each kc x nc block of B (the jc and pc loops):
 //     the threads of a column group pack its panels of B once, together,
 //     into a buffer they share; barrier (only if row groups share it);
-//     each thread, for each mc-row block of its own rows of C:
-//       packs that mc x kc block of A (private: it stays in its L2),
+//     each thread, while blocks of rows are left (a counter the column
+//     group's threads share deals them out, the next to whoever asks):
+//       packs that block's rows of A, mc x kc at most (private: it stays
+//       in its L2),
 //       runs the micro-kernel over its MR x NR tiles, walking down the A
 //       panels for each kc x NR panel of B; meanwhile the calls pull the
 //       panel of B that comes next toward L2, a share each.
+// Dealt out, not split in advance: a thread that another program slows
+// down (on a shared or virtual machine, for seconds at a time) takes fewer
+// blocks, instead of the others waiting for it at the end. So the threads of
+// a column group take blocks of at most mc rows, small enough for about 8
+// per thread, but not under 8 MR (each walks all of B's panels).
 // Two B buffers alternate, so one barrier per block suffices: a thread can
 // pack block s+1 only after every thread has finished computing block s-1.
 // Products with few rows skip the packing (see "What to pack").
@@ -316,11 +340,20 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
 
   // All buffers come from the calling thread's scratch, allocated here: code
   // inside the parallel region must not throw.
-  const size_t b_buffer = static_cast<size_t>(kc_max) * round_up(nc_max, NR);
+  // Room for each column group's panels of the widest block (see group_panels_max below).
+  const size_t b_buffer = static_cast<size_t>(kc_max) * NR * (ceil_div(nc_max, NR) + 2 * threads + 1);
   const size_t a_buffer = static_cast<size_t>(round_up(mc_max, MR)) * kc_max;
   T* const b_packs = scratch<T>(kPackedB, 2 * b_buffer);
   T* const a_packs = scratch<T>(kPackedA, threads * a_buffer);
   T* const edges = scratch<T>(kEdgeTile, static_cast<size_t>(threads) * MR * NR);
+  // Per column group, the counter that deals out its blocks of rows. It
+  // only grows: in each k block every thread draws until it draws past the
+  // last block, one draw too many, so the next k block's draws start
+  // row_groups past this one's blocks.
+  struct alignas(64) RowBlockCounter { // a cache line each: the column groups' threads do not contend
+    std::atomic<int64_t> next{0};
+  };
+  std::vector<RowBlockCounter> row_block_counters(threads);
 
   // What to pack. Packing costs a copy of each operand and pays back through
   // reuse: a panel of B serves every row panel of C, a panel of A every
@@ -355,47 +388,61 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   GemmPlan& plan = last_plan;
   plan.microkernel = uk.isa, plan.mr = MR, plan.nr = NR;
   plan.kc = kc_max, plan.mc = mc_max, plan.nc = nc_max, plan.pack_a = pack_a_now, plan.pack_b = pack_b_now;
+  plan.row_block = 0;
   plan.partial_tiles = partial_tiles;
   plan.a_elements_packed = 0, plan.b_elements_packed = 0, plan.b_lines_prefetched = 0;
 
   auto work = [&](int thread, int threads) {
-    const ThreadGrid grid = thread_grid(threads, m, nc_max, k, MR, NR, pack_a_now, pack_b_now);
+    const int64_t col_step = partial_tiles ? uk.partial_step : NR;
+    const ThreadGrid grid = thread_grid(threads, m, nc_max, k, MR, col_step, pack_a_now, pack_b_now);
+    // Each column group packs into a region of the B buffers of its own, the
+    // same for every block: column groups do not wait for each other, and one
+    // may pack a later block (another nc, a shorter kc) into the buffer that
+    // another still computes from. At most ceil(nc_max / NR) + 2 col_groups + 1
+    // panels in all.
+    const int64_t group_panels_max = ceil_div(ceil_div(ceil_div(nc_max, col_step), grid.col_groups) * col_step, NR);
     if (thread == 0) plan.threads = threads, plan.row_groups = grid.row_groups, plan.col_groups = grid.col_groups;
     int64_t a_packed = 0, b_packed = 0, b_prefetched = 0;
     const int row_group = thread / grid.col_groups, col_group = thread % grid.col_groups;
-    const int64_t row_panels = ceil_div(m, MR);
-    const int64_t row_begin = row_panels * row_group / grid.row_groups * MR;
-    const int64_t row_end = std::min(m, row_panels * (row_group + 1) / grid.row_groups * MR);
+    // A thread alone in its column group takes its rows mc at a time.
+    constexpr int64_t kRowBlocksPerThread = 8, kMinRowBlockPanels = 8;
+    const int64_t row_block = grid.row_groups == 1
+        ? mc_max
+        : std::min(mc_max, std::max(kMinRowBlockPanels * MR, round_up(ceil_div(m, kRowBlocksPerThread * grid.row_groups), MR)));
+    const int64_t row_blocks = ceil_div(m, row_block);
+    if (thread == 0) plan.row_block = row_block;
+    std::atomic<int64_t>& next_row_block = row_block_counters[col_group].next;
+    int64_t first_draw = 0; // the counter's value at the start of this k block
     T* a_pack = a_packs + thread * a_buffer;
     T* edge = edges + thread * MR * NR;
     int64_t block = 0;
     for (int64_t j0 = 0; j0 < n; j0 += nc_max) {
       const int64_t nc = std::min(nc_max, n - j0);
-      const int64_t col_panels = ceil_div(nc, NR);
-      const int64_t col_begin = col_panels * col_group / grid.col_groups;
-      const int64_t col_end = col_panels * (col_group + 1) / grid.col_groups;
+      const ColumnRange cols_here = column_range(nc, col_step, col_group, grid.col_groups);
+      const int64_t width = cols_here.end - cols_here.begin, group_panels = ceil_div(width, NR);
+      const int64_t jb = j0 + cols_here.begin; // this group's first column of B and C
       for (int64_t p0 = 0; p0 < k; p0 += kc_max, ++block) {
         const int64_t kc = std::min(kc_max, k - p0);
         const bool first = p0 == 0; // the first k block writes C (+ bias), later ones add
-        T* b_pack = b_packs + (block % 2) * b_buffer;
+        T* b_pack = b_packs + (block % 2) * b_buffer + col_group * group_panels_max * NR * kc_max;
         // This column group's panels, packed by its row_groups threads together.
-        const int64_t group_panels = col_end - col_begin;
         if (pack_b_now) {
-          const int64_t first_panel = col_begin + group_panels * row_group / grid.row_groups;
-          const int64_t end_panel = col_begin + group_panels * (row_group + 1) / grid.row_groups;
-          pack_b(g, p0, kc, j0, nc, NR, first_panel, end_panel, !partial_tiles, b_pack);
-          b_packed += kc * std::max<int64_t>(0, std::min(nc, end_panel * NR) - first_panel * NR);
-        } else if (col_end * NR > nc && row_group == 0 && !partial_tiles) { // ragged last panel, padded
-          pack_b(g, p0, kc, j0, nc, NR, col_end - 1, col_end, true, b_pack);
-          b_packed += kc * (nc - (col_end - 1) * NR);
+          const int64_t first_panel = group_panels * row_group / grid.row_groups;
+          const int64_t end_panel = group_panels * (row_group + 1) / grid.row_groups;
+          pack_b(g, p0, kc, jb, width, NR, first_panel, end_panel, !partial_tiles, b_pack);
+          b_packed += kc * std::max<int64_t>(0, std::min(width, end_panel * NR) - first_panel * NR);
+        } else if (group_panels * NR > width && row_group == 0 && !partial_tiles) { // ragged last panel, padded
+          pack_b(g, p0, kc, jb, width, NR, group_panels - 1, group_panels, true, b_pack);
+          b_packed += kc * (width - (group_panels - 1) * NR);
         }
 #ifdef _OPENMP
         if (grid.row_groups > 1) {
 #pragma omp barrier
         }
 #endif
-        for (int64_t i0 = row_begin; i0 < row_end; i0 += mc_max) {
-          const int64_t mc = std::min(mc_max, row_end - i0);
+        for (int64_t r = next_row_block.fetch_add(1) - first_draw; r < row_blocks;
+             r = next_row_block.fetch_add(1) - first_draw) {
+          const int64_t i0 = r * row_block, mc = std::min(row_block, m - i0);
           // A is read in place unless packing pays (see above); a ragged last
           // panel of rows is always packed, zero-padded, so the micro-kernel
           // never reads past the last row.
@@ -404,18 +451,18 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
             pack_a(g, i0 + full_rows, mc - full_rows, p0, kc, MR, a_pack);
             a_packed += (mc - full_rows) * kc;
           }
-          for (int64_t q = col_begin; q < col_end; ++q) {
-            const int64_t jr = q * NR;
-            const int cols = static_cast<int>(std::min<int64_t>(NR, nc - jr));
-            const bool b_packed = pack_b_now || (jr + NR > nc && !partial_tiles);
-            const T* b_panel = b_packed ? b_pack + jr * kc : g.b + p0 * g.b_stride0 + j0 + jr;
+          for (int64_t q = 0; q < group_panels; ++q) {
+            const int64_t jr = q * NR; // from the group's first column
+            const int cols = static_cast<int>(std::min<int64_t>(NR, width - jr));
+            const bool b_packed = pack_b_now || (cols < NR && !partial_tiles);
+            const T* b_panel = b_packed ? b_pack + jr * kc : g.b + p0 * g.b_stride0 + jb + jr;
             const int64_t b_rs = b_packed ? NR : g.b_stride0;
-            const T* bias_here = (first && g.bias) ? bias.data() + j0 + jr : nullptr;
+            const T* bias_here = (first && g.bias) ? bias.data() + jb + jr : nullptr;
             // The packed panel the calls after this panel's start with (the
             // next one, or after the last the first again, for the next block
             // of rows), which is likely still in L3 or in the other core's
             // cache: every call here pulls its share of it toward L2.
-            const int64_t next_q = q + 1 < col_end ? q + 1 : (i0 + mc_max < row_end ? col_begin : -1);
+            const int64_t next_q = q + 1 < group_panels ? q + 1 : (r + 1 < row_blocks ? 0 : -1);
             const char* next_panel = (pack_b_now && next_q >= 0) ? reinterpret_cast<const char*>(b_pack + next_q * NR * kc) : nullptr;
             const int64_t panel_lines = ceil_div(kc * NR * static_cast<int64_t>(sizeof(T)), cpu::kCacheLineBytes), calls = ceil_div(mc, MR);
             for (int64_t ir = 0; ir < mc; ir += MR) {
@@ -426,7 +473,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
                 next = {next_panel + first_line * cpu::kCacheLineBytes, end_line - first_line};
                 b_prefetched += std::min(next.lines, kc); // a micro-kernel pulls one line per k step
               }
-              T* c = g.c + (i0 + ir) * n + (j0 + jr);
+              T* c = g.c + (i0 + ir) * n + (jb + jr);
               const bool packed = ir >= full_rows;
               const T* a_here = packed ? a_pack + (ir - full_rows) * kc : g.a + (i0 + ir) * g.a_stride0 + p0 * g.a_stride1;
               const int64_t a_rs = packed ? 1 : g.a_stride0, a_cs = packed ? MR : g.a_stride1;
@@ -449,6 +496,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
             }
           }
         }
+        first_draw += row_blocks + grid.row_groups;
       }
     }
     plan.a_elements_packed += a_packed;
@@ -569,7 +617,7 @@ std::string cpu_last_gemm_plan() {
   const GemmPlan& p = last_plan;
   return std::string("microkernel=") + p.microkernel + ";mr=" + std::to_string(p.mr) +
       ";nr=" + std::to_string(p.nr) + ";kc=" + std::to_string(p.kc) + ";mc=" + std::to_string(p.mc) +
-      ";nc=" + std::to_string(p.nc) + ";threads=" + std::to_string(p.threads) +
+      ";nc=" + std::to_string(p.nc) + ";row_block=" + std::to_string(p.row_block) + ";threads=" + std::to_string(p.threads) +
       ";row_groups=" + std::to_string(p.row_groups) + ";col_groups=" + std::to_string(p.col_groups) +
       ";pack_a=" + std::to_string(p.pack_a) + ";pack_b=" + std::to_string(p.pack_b) +
       ";partial_tiles=" + std::to_string(p.partial_tiles) +
