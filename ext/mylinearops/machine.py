@@ -181,11 +181,10 @@ def last_gemm_plan() -> dict[str, object]:
     """What the last `packed` (or `auto`) CPU product on this thread did: micro-kernel,
     cache blocks, thread grid, the rows of C a thread takes at a time (``row_block``: the
     threads that share panels of B take such blocks as they finish), whether A and B were
-    packed, whether a ragged last panel of
-    columns was computed in place with masked loads and stores (``partial_tiles``, AVX-512's
-    tiles), how many elements of A and B were copied into panels, and how many cache lines of
-    packed B the micro-kernels pulled toward L2 before the calls that read them
-    (``b_lines_prefetched``)."""
+    packed, whether a ragged last panel of columns was computed in place with masked loads
+    and stores (``partial_tiles``, AVX-512's tiles), how many elements of A and B were
+    copied into panels, and how many cache lines of packed B the micro-kernels pulled toward
+    L2 before the calls that read them (``b_lines_prefetched``)."""
     plan = _parse(_ops.cpu_last_gemm_plan())
     for key in ("pack_a", "pack_b", "partial_tiles"):
         plan[key] = bool(plan[key])
