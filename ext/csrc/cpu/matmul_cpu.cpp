@@ -306,8 +306,8 @@ thread_local GemmPlan last_plan;
 // Dealt out, not split in advance: a thread that another program slows
 // down (on a shared or virtual machine, for seconds at a time) takes fewer
 // blocks, instead of the others waiting for it at the end. So the threads of
-// a column group take blocks of at most mc rows, small enough for about 8
-// per thread, but not under 8 MR (each walks all of B's panels).
+// a column group take blocks of mc rows, or fewer where that gives about 8
+// per thread, never cut below 8 MR (each block walks all of B's panels).
 // Two B buffers alternate, so one barrier per block suffices: a thread can
 // pack block s+1 only after every thread has finished computing block s-1.
 // Products with few rows skip the packing (see "What to pack").
