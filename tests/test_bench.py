@@ -4,6 +4,7 @@ tiny shapes, check correctness before timing, and write a readable report."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,25 @@ def test_intel_cpus_running_avx512_are_held_to_the_stricter_targets(bench):
     for other in (report("amd", "avx512"), report("intel", "avx2")):
         targets = bench.cpu_targets(other)
         assert [t["met"] for t in targets] == [True] * 5 and targets[2]["target"] == 0.75
+
+
+def test_rejudge_rewrites_only_the_verdicts(bench, tmp_path):
+    # A recorded run judged again against the current targets: the AMD files keep their
+    # verdicts (their targets did not change), and the measurements are left as they were.
+    for path in sorted((BENCH.parent / "results").glob("cpu-amd-f25-*.json")):
+        copy = tmp_path / path.name
+        copy.write_text(path.read_text())
+        before = json.loads(copy.read_text())
+        after = bench.rejudge(copy)
+        assert after["targets"] == before["targets"]
+        measured = lambda report: {k: v for k, v in report.items() if k not in ("targets", "targets_rejudged")}  # noqa: E731
+        assert measured(after) == measured(before)
+        assert json.loads(copy.read_text()) == after
+        assert "`--rejudge`" in copy.with_suffix(".md").read_text()
+    gpu = tmp_path / "cuda-x.json"
+    gpu.write_text(json.dumps({"device": "cuda", "machine": {}}))
+    with pytest.raises(SystemExit, match="reads a CPU results file"):
+        bench.rejudge(gpu)
 
 
 def test_bench_rejects_a_wrong_kernel(bench, monkeypatch):

@@ -3,6 +3,7 @@
     python ext/bench/bench_matmul.py            # full run: writes ext/bench/results/<machine>.{json,md}
     python ext/bench/bench_matmul.py --quick    # a minute or so, writes ext/bench/_scratch/
     python ext/bench/bench_matmul.py --threads 1
+    python ext/bench/bench_matmul.py --rejudge ext/bench/results/<machine>.json  # new targets, old run
 
 Every run first describes the machine: CPU vendor, family, model and flags, the cache sizes
 the kernels read from the operating system, the library versions, the clock of a busy core
@@ -142,22 +143,27 @@ def machine_description(device: str, peak_seconds: float = 0.2) -> dict:
                 "ceiling": lambda isa=isa: mylinearops.fma_peak_gflops(isa, 1, peak_seconds / 4),
             })
             info["microkernel_gflops"][isa], info["microkernel_ceiling_gflops"][isa] = best["alone"], best["ceiling"]
+    if commit := code_commit():
+        info["git_commit"] = commit
+    return info
+
+
+def code_commit() -> str | None:
+    """The commit of the code measured (or judging): HEAD, marked where the extension or this
+    script has uncommitted changes; BENCH_GIT_COMMIT where there is no git (a copy of the tree,
+    tools/gpu_check.sh)."""
     try:
-        info["git_commit"] = subprocess.run(
+        commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
         ).stdout.strip()
-        # The code measured is the commit only if the extension has no uncommitted changes.
         ext_dir = HERE.parent
         changed = subprocess.run(
             ["git", "status", "--porcelain", "--", str(ext_dir / "csrc"), str(ext_dir / "mylinearops"), str(ext_dir / "setup.py"), __file__],
             cwd=HERE, capture_output=True, text=True, check=True,
         ).stdout.strip()
-        if changed:
-            info["git_commit"] += " with uncommitted changes to the extension"
-    except (OSError, subprocess.CalledProcessError):  # no git here: a copy of the tree (tools/gpu_check.sh)
-        if os.environ.get("BENCH_GIT_COMMIT"):
-            info["git_commit"] = os.environ["BENCH_GIT_COMMIT"]
-    return info
+        return commit + (" with uncommitted changes to the extension" if changed else "")
+    except (OSError, subprocess.CalledProcessError):
+        return os.environ.get("BENCH_GIT_COMMIT")
 
 
 def best_peak(machine: dict) -> tuple[str, float]:
@@ -563,7 +569,11 @@ def markdown(report: dict) -> str:
                 f" highest {rr[-1]:.2f}x; {sum(r <= 1 for r in rr)} of {len(rr)} rounds at most 1.00x.",
             ]
     if report.get("targets"):
-        lines += ["", "## Targets", ""] + [f"- {format_target(t)}" for t in report["targets"]]
+        lines += ["", "## Targets", ""]
+        if judged := report.get("targets_rejudged"):
+            lines += [(f"Judged on {judged['date_utc']} by the benchmark at commit {judged['commit']}, from the"
+                       " measurements above (`--rejudge`: the targets changed after this run)."), ""]
+        lines += [f"- {format_target(t)}" for t in report["targets"]]
         spread = round_spread_words(report)
         if spread:
             lines += ["", spread]
@@ -637,13 +647,36 @@ def run_device(device: str, quick: bool) -> dict:
     return report
 
 
+def rejudge(path: Path) -> dict:
+    """A recorded CPU run judged against the current targets: the measurements stay as they
+    were, the verdicts and the commit that judged them are rewritten (json and md)."""
+    report = json.loads(path.read_text())
+    if report.get("device") != "cpu" or "machine" not in report:
+        raise SystemExit(f"{path}: --rejudge reads a CPU results file of this benchmark")
+    report["targets"] = cpu_targets(report)
+    report["targets_rejudged"] = {
+        "commit": code_commit() or "unknown",
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    path.with_suffix(".md").write_text(markdown(report))
+    return report
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds (about a minute)")
     parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")
     parser.add_argument("--out-dir", type=Path, help="default: bench/results (full) or bench/_scratch (quick)")
     parser.add_argument("--threads", type=int, help="CPU threads for torch, mylinearops and numpy (default: all cores)")
+    parser.add_argument("--rejudge", type=Path, nargs="+", metavar="FILE",
+                        help="judge recorded CPU results files against the current targets, without measuring")
     args = parser.parse_args(argv)
+    if args.rejudge:
+        for path in args.rejudge:
+            for t in rejudge(path)["targets"]:
+                print(f"[{path.stem}] target: {format_target(t)}")
+        return 0
     if args.threads:
         torch.set_num_threads(args.threads)
     out_dir = args.out_dir or (HERE / ("_scratch" if args.quick else "results"))
