@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -258,22 +259,29 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // panels of A (mr x kc) and B (kc x nr) take at most half of L1d, whatever
 // the tile: with a fixed kc of 256, AVX-512's 12 x 32 tile would need 44 KiB
 // and spill from a 32 KiB L1 (Zen 4's) into L2, timing the cache instead of
-// the kernel.
+// the kernel. The panels and C start on cache lines, like the driver's: from
+// a plain std::vector (16 bytes past a line) every AVX-512 load of B straddled
+// two lines, and on an Intel Xeon the probe read 3 to 4 points below the
+// kernel the driver runs.
 struct KernelProbe {
   const MicroKernel<float>* uk;
   int64_t kc;
-  std::vector<float> a, b, c;
+  CacheAlignedArray<float> a, b, c;
   explicit KernelProbe(const MicroKernel<float>* kernel)
       : uk(kernel),
         kc(std::clamp<int64_t>(
             cache_sizes().l1d / 2 / ((kernel->mr + kernel->nr) * int64_t{sizeof(float)}) / 16 * 16, 16, 256)),
-        a(kernel->mr * kc, 0.5f), b(kernel->nr * kc, 0.25f), c(kernel->mr * kernel->nr) {}
+        a(cache_aligned_array<float>(kernel->mr * kc)), b(cache_aligned_array<float>(kernel->nr * kc)),
+        c(cache_aligned_array<float>(kernel->mr * kernel->nr)) {
+    if (!a || !b || !c) throw std::bad_alloc();
+    std::fill_n(a.get(), uk->mr * kc, 0.5f), std::fill_n(b.get(), uk->nr * kc, 0.25f), std::fill_n(c.get(), uk->mr * uk->nr, 0.0f);
+  }
   double gflops(double seconds) { // best call rate over a burst of calls lasting `seconds`
     const auto start = std::chrono::steady_clock::now();
     int64_t calls = 0;
     double elapsed = 0;
     do {
-      for (int i = 0; i < 64; ++i) uk->fn(kc, a.data(), 1, uk->mr, b.data(), uk->nr, c.data(), uk->nr, nullptr, true, {});
+      for (int i = 0; i < 64; ++i) uk->fn(kc, a.get(), 1, uk->mr, b.get(), uk->nr, c.get(), uk->nr, nullptr, true, {});
       calls += 64;
       elapsed = seconds_since(start);
     } while (elapsed < seconds);

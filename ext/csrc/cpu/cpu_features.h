@@ -6,9 +6,27 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
+#include "microkernel.h"
+
 namespace mylinearops::cpu {
+
+// `count` elements (uninitialised) in memory that starts on a cache line, as
+// torch's tensors and the packed panels do. A 64-byte vector anywhere else
+// straddles two lines, and each of its loads costs two. Empty when out of memory.
+struct FreeDeleter {
+  void operator()(void* p) const noexcept { std::free(p); }
+};
+template <typename T>
+using CacheAlignedArray = std::unique_ptr<T[], FreeDeleter>;
+template <typename T>
+CacheAlignedArray<T> cache_aligned_array(size_t count) {
+  const size_t bytes = (count * sizeof(T) + kCacheLineBytes - 1) / kCacheLineBytes * kCacheLineBytes;
+  return CacheAlignedArray<T>(static_cast<T*>(std::aligned_alloc(kCacheLineBytes, bytes > 0 ? bytes : kCacheLineBytes)));
+}
 
 // Instruction sets of the micro-kernels, narrowest first.
 enum class Isa { Generic = 0, Avx2 = 1, Avx512 = 2 };

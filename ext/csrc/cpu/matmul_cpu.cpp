@@ -85,27 +85,25 @@ void gemm_blocked(const GemmArgs<T>& g) {
 
 // Scratch space for packed panels, owned by the calling thread and reused
 // across calls (a fresh allocation per call would page-fault its way through
-// megabytes).
-// 64-byte aligned so panel rows start on cache lines.
+// megabytes). On cache lines, so that panel rows start on them.
 enum ScratchSlot { kPackedA, kEdgeTile, kPackedB, kScratchSlots };
 
 template <typename T>
 T* scratch(ScratchSlot slot, size_t count) {
   struct Buffer {
-    T* data = nullptr;
+    cpu::CacheAlignedArray<T> data;
     size_t count = 0;
-    ~Buffer() { std::free(data); }
   };
   thread_local Buffer buffers[kScratchSlots];
   Buffer& buf = buffers[slot];
   if (buf.count < count) {
-    std::free(buf.data);
-    const size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
-    buf.data = static_cast<T*>(std::aligned_alloc(64, bytes));
-    MYLINEAROPS_CHECK(buf.data != nullptr, "mylinearops: out of memory allocating ", bytes, " bytes of packing scratch");
+    buf.data.reset(); // the old buffer goes first: the two need not fit together
+    buf.count = 0;
+    buf.data = cpu::cache_aligned_array<T>(count);
+    MYLINEAROPS_CHECK(buf.data != nullptr, "mylinearops: out of memory allocating ", count * sizeof(T), " bytes of packing scratch");
     buf.count = count;
   }
-  return buf.data;
+  return buf.data.get();
 }
 
 // [book:cpu-packing]

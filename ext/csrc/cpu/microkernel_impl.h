@@ -119,12 +119,16 @@ inline void microkernel_body(
   // behind misses at the end. A weight gradient's short k leaves little
   // time for that to hide in.
   const int64_t tile_bytes = static_cast<int64_t>(kPartial ? cols : NV * W) * sizeof(typename Vt::T);
+  // One prefetch per 64 bytes of a row and one at its last byte reach every
+  // line it touches, aligned or not, in a count known at compile time for
+  // a whole tile: no loop and no branches, which the probe measured faster
+  // on an Intel Xeon.
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
-    const uintptr_t row = reinterpret_cast<uintptr_t>(c + i * ldc);
-    for (uintptr_t line = row / kCacheLineBytes * kCacheLineBytes; line < row + tile_bytes; line += kCacheLineBytes) {
-      __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3); // prefetcht0
-    }
+    const char* row = reinterpret_cast<const char*>(c + i * ldc);
+#pragma GCC unroll 4
+    for (int64_t offset = 0; offset < tile_bytes; offset += kCacheLineBytes) __builtin_prefetch(row + offset, 0, 3);
+    __builtin_prefetch(row + tile_bytes - 1, 0, 3); // prefetcht0
   }
 #endif
   const int64_t prefetch_steps = next.lines < kc ? next.lines : kc;
