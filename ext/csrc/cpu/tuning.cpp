@@ -112,10 +112,10 @@ std::vector<TuningCandidate> candidates_for(const std::vector<const MicroKernel<
 }
 
 // Deterministic values in [-1, 1): a difference in rounding shows in the bits.
-void fill(std::vector<float>& values, uint32_t state) {
-  for (float& v : values) {
+void fill(float* values, int64_t count, uint32_t state) {
+  for (int64_t i = 0; i < count; ++i) {
     state = state * 1664525u + 1013904223u;
-    v = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
+    values[i] = static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
   }
 }
 
@@ -144,9 +144,14 @@ Tuning search() {
   // One product that every tile covers without edges (m a multiple of 24, n of
   // 96), with more rows than a thread's mc block and one k block.
   const int64_t m = 1152, n = 576, k = t.blocking.kc;
-  std::vector<float> a(m * k), b(k * n), c(m * n), first(m * n);
-  fill(a, 1), fill(b, 2);
-  const GemmArgs<float> args{m, n, k, a.data(), k, 1, b.data(), n, 1, nullptr, 0, c.data()};
+  // On cache lines, as torch allocates tensors: rows of C 16 bytes off one
+  // would split the tiles' stores across lines, which no product from torch does.
+  const CacheAlignedArray<float> a = cache_aligned_array<float>(m * k), b = cache_aligned_array<float>(k * n),
+                                 c = cache_aligned_array<float>(m * n);
+  if (!a || !b || !c) return done("not searched: no memory for its product");
+  std::vector<float> first(m * n);
+  fill(a.get(), m * k, 1), fill(b.get(), k * n, 2);
+  const GemmArgs<float> args{m, n, k, a.get(), k, 1, b.get(), n, 1, nullptr, 0, c.get()};
   auto run = [&](const TuningCandidate& cand) {
     const auto begin = std::chrono::steady_clock::now();
     gemm_packed_f32(args, *cand.kernel, cand.blocking);
@@ -158,7 +163,7 @@ Tuning search() {
   // instruction set, a machine under load), and it is not run.
   const size_t count = t.candidates.size();
   const double first_call = run(t.candidates[0]);
-  first = c;
+  std::copy_n(c.get(), m * n, first.begin());
   if (first_call * count * (kTuningMinRounds + 1) > 2 * kTuningBudgetSeconds) {
     char reason[200];
     std::snprintf(reason, sizeof reason,
@@ -168,7 +173,7 @@ Tuning search() {
   }
   for (size_t i = 1; i < count; ++i) {
     run(t.candidates[i]);
-    t.candidates[i].same_result = std::memcmp(c.data(), first.data(), c.size() * sizeof(float)) == 0;
+    t.candidates[i].same_result = std::memcmp(c.get(), first.data(), first.size() * sizeof(float)) == 0;
   }
 
   // Timed rounds, interleaved, each starting at another candidate: a burst of
