@@ -259,10 +259,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // panels of A (mr x kc) and B (kc x nr) take at most half of L1d, whatever
 // the tile: with a fixed kc of 256, AVX-512's 12 x 32 tile would need 44 KiB
 // and spill from a 32 KiB L1 (Zen 4's) into L2, timing the cache instead of
-// the kernel. The panels and C start on cache lines, like the driver's: from
-// a plain std::vector (16 bytes past a line) every AVX-512 load of B straddled
-// two lines, and on an Intel Xeon the probe read 3 to 4 points below the
-// kernel the driver runs.
+// the kernel. The panels and C start on cache lines, like the driver's: in a
+// plain std::vector (which malloc aligns to 16 bytes only) an AVX-512 load of
+// B can straddle two lines, and on an Intel Xeon the probe then read the
+// kernel slower than the driver runs it.
 struct KernelProbe {
   const MicroKernel<float>* uk;
   int64_t kc;
