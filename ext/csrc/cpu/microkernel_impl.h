@@ -121,8 +121,8 @@ inline void microkernel_body(
   const int64_t tile_bytes = static_cast<int64_t>(kPartial ? cols : NV * W) * sizeof(typename Vt::T);
   // One prefetch per 64 bytes of a row and one at its last byte reach every
   // line it touches, aligned or not, in a count known at compile time for
-  // a whole tile: no loop and no branches, which the probe measured faster
-  // on an Intel Xeon.
+  // a whole tile: no loop and no branches, which ran faster in a stand-alone
+  // timing of the 12 x 32 kernel on an Intel Xeon.
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     const char* row = reinterpret_cast<const char*>(c + i * ldc);
