@@ -264,6 +264,16 @@ std::string cpu_info() {
         << "/" << c.blocking.nc << "/" << c.median_seconds << "/" << c.same_result << "/" << c.wins
         << "/" << cpu::sign_test_chance(c.wins, tuning.rounds);
   }
+  // The in-place rule: its rows per layout of A, and its trials as
+  // "layout/rows/packed seconds/in-place seconds/wins/rounds/same result".
+  out << ";tuning_in_place_rows=" << tuning.in_place.row_major << "," << tuning.in_place.column_major
+      << ";tuning_in_place_reason=" << tuning.in_place_reason << ";tuning_in_place_trials=";
+  for (size_t i = 0; i < tuning.in_place_trials.size(); ++i) {
+    const cpu::InPlaceTrial& trial = tuning.in_place_trials[i];
+    out << (i ? "," : "") << (trial.column_major ? "column_major" : "row_major") << "/" << trial.rows << "/"
+        << trial.packed_seconds << "/" << trial.in_place_seconds << "/" << trial.wins << "/" << trial.rounds << "/"
+        << trial.same_result;
+  }
   return out.str();
 }
 

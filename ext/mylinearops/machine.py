@@ -88,6 +88,13 @@ def cpu_info() -> dict[str, object]:
          "same_result": same == "1", "wins": int(wins), "noise_chance": float(chance)}
         for tile, kc, mc, nc, median, same, wins, chance in (item.split("/") for item in str(tuning["candidates"]).split(",") if item)
     ]
+    tuning["in_place_rows"] = dict(zip(("row_major", "column_major"), map(int, str(tuning["in_place_rows"]).split(","))))
+    tuning["in_place_reason"] = str(tuning["in_place_reason"])
+    tuning["in_place_trials"] = [
+        {"a_layout": layout, "rows": int(rows), "packed_seconds": float(packed), "in_place_seconds": float(in_place),
+         "wins": int(wins), "rounds": int(rounds), "same_result": same == "1"}
+        for layout, rows, packed, in_place, wins, rounds, same in (item.split("/") for item in str(tuning["in_place_trials"]).split(",") if item)
+    ]
     info["tuning"] = tuning
     return info
 
@@ -102,7 +109,14 @@ def tuning_info() -> dict[str, object]:
     the first call of this (csrc/cpu/tuning.cpp); MYLINEAROPS_TILE, MYLINEAROPS_BLOCKING and
     MYLINEAROPS_TUNING=off override it. The pick is for products that every tile covers
     without padding; a product of another shape takes the searched tile that would be fastest
-    on it (``last_gemm_plan()`` says which ran)."""
+    on it (``last_gemm_plan()`` says which ran).
+
+    Then the rule for what to pack: ``in_place_rows`` (``{"row_major": 255, "column_major": 255}``
+    by default) is up to how many rows a product reads A and B in place rather than packing
+    them, per layout of A, and ``in_place_reason`` says why; ``in_place_trials`` lists the
+    products it timed (``a_layout``, ``rows``, median ``packed_seconds`` and ``in_place_seconds``
+    per product, ``wins`` of reading in place in ``rounds``, ``same_result``). Under
+    MYLINEAROPS_TUNING=off, or a MYLINEAROPS_PACK other than auto, it is not searched."""
     return cpu_info()["tuning"]
 
 

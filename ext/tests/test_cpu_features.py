@@ -118,19 +118,22 @@ def l1d_set_span() -> int:
     "rows, k, n, packs_a",
     [
         (784, 128, 96, True),  # a weight gradient X^T dY: column-major A, k = the batch
-        (256, 128, 96, True),  # the second layer's (256 inputs)
+        (256, 128, 96, "rule"),  # the second layer's (256 inputs): the in-place rows decide
         (600, 200, 8, False),  # C one tile wide: each panel of A serves one call, read in place
         (1024, 128, 8, None),  # columns 4 KiB apart: packed where that is a multiple of L1's set span
     ],
 )
 def test_column_major_a_is_packed_unless_c_is_one_tile_wide(rows, k, n, packs_a):
     torch.manual_seed(0)
+    few_rows = rows <= mylinearops.tuning_info()["in_place_rows"]["column_major"]  # both read in place
     if packs_a is None:
         packs_a = (rows * 4) % l1d_set_span() == 0
+    elif packs_a == "rule":
+        packs_a = not few_rows
     A, B = torch.randn(k, rows).mT, torch.randn(k, n)  # A: rows x k, column-major
     C = mylinearops.matmul(A, B)
     plan = mylinearops.last_gemm_plan()
-    assert plan["pack_a"] == packs_a and plan["pack_b"], plan
+    assert plan["pack_a"] == packs_a and plan["pack_b"] == (not few_rows), plan
     if packs_a:  # every element once per column group (whose threads split the rows)
         assert plan["a_elements_packed"] == rows * k * plan["col_groups"], plan
     else:  # only the ragged last rows are copied (by each thread that needs them)
@@ -476,7 +479,7 @@ C = mylinearops.matmul(A, B)
 print(json.dumps({"tuning": info, "plan": mylinearops.last_gemm_plan(), "blocking": mylinearops.cpu_info()["blocking"],
                   "C": hashlib.sha256(C.numpy().tobytes()).hexdigest()}))
 """
-TUNING_SWITCHES = ("MYLINEAROPS_TUNING", "MYLINEAROPS_TILE", "MYLINEAROPS_BLOCKING")
+TUNING_SWITCHES = ("MYLINEAROPS_TUNING", "MYLINEAROPS_TILE", "MYLINEAROPS_BLOCKING", "MYLINEAROPS_PACK")
 
 
 def run_tuning_children(envs: list[dict[str, str]]) -> list[dict]:
@@ -490,9 +493,21 @@ def run_tuning_children(envs: list[dict[str, str]]) -> list[dict]:
 
 
 def tuning_limits() -> dict[str, float]:
-    """The search's limits as tuning.h declares them (kTuningBudgetSeconds, ...)."""
+    """The search's limits as tuning.h declares them (kTuningBudgetSeconds, kInPlaceMaxRounds, ...)."""
     header = (EXT_DIR / "csrc" / "cpu" / "tuning.h").read_text()
-    return {name: float(value) for name, value in re.findall(r"(kTuning\w+) = ([\d.]+)", header)}
+    return {name: float(value) for name, value in re.findall(r"(k(?:Tuning|InPlace)\w+) = ([\d.]+)", header)}
+
+
+def in_place_trial_rows() -> list[int]:
+    """kInPlaceTrialRows, as tuning.h declares it."""
+    header = (EXT_DIR / "csrc" / "cpu" / "tuning.h").read_text()
+    return [int(v) for v in re.search(r"kInPlaceTrialRows\[\] = \{([\d, ]+)\}", header)[1].split(",")]
+
+
+def default_in_place_rows() -> int:
+    """kInPlaceRows, as cpu_features.h declares it."""
+    header = (EXT_DIR / "csrc" / "cpu" / "cpu_features.h").read_text()
+    return int(re.search(r"kInPlaceRows = (\d+);", header)[1])
 
 
 def sign_test_chance(wins: int, rounds: int) -> float:
@@ -514,7 +529,7 @@ def searched():
 
 def test_tuning_search_is_bounded_and_picks_only_a_clear_gain(searched):
     t, limits = searched["tuning"], tuning_limits()
-    assert t["seconds"] <= 3 * limits["kTuningBudgetSeconds"]
+    assert t["seconds"] <= 3 * (limits["kTuningBudgetSeconds"] + limits["kInPlaceBudgetSeconds"])
     if t["isa"] == "generic" or t["reason"].startswith("not searched"):
         pytest.skip(f"no search here: {t['reason']}")
     default = searched["blocking"][t["isa"]]
@@ -616,3 +631,81 @@ def test_every_tuning_candidate_computes_the_same_bits(searched):
             assert tuning["rounds"] == 0 and tuning["reason"].startswith("MYLINEAROPS_TUNING=off")
             assert (tuning["tile"], tuning["mc"]) == (t["candidates"][0]["tile"], t["candidates"][0]["mc"])
         assert report["C"] == searched["C"], env
+
+
+def test_in_place_rule_is_what_its_trials_showed(searched):
+    t, limits = searched["tuning"], tuning_limits()
+    rows, trials = in_place_trial_rows(), t["in_place_trials"]
+    if not trials:
+        pytest.skip(f"no search here: {t['in_place_reason']}")
+    assert all(trial["same_result"] for trial in trials), trials
+    for layout in ("row_major", "column_major"):
+        mine = [trial for trial in trials if trial["a_layout"] == layout]
+        # Tried in order from the fewest rows, up to the first that fails the two tests.
+        assert [trial["rows"] for trial in mine] == rows[: len(mine)], mine
+        passed = [
+            trial["in_place_seconds"] * limits["kTuningMinGain"] <= trial["packed_seconds"]
+            and sign_test_chance(trial["wins"], trial["rounds"]) <= limits["kTuningMaxNoiseChance"]
+            for trial in mine
+        ]
+        assert all(passed[:-1]) and (len(mine) == len(rows) or not passed[-1]), mine
+        for trial in mine:
+            assert limits["kTuningMinRounds"] <= trial["rounds"] <= limits["kInPlaceMaxRounds"], trial
+        last_passed = max((trial["rows"] for trial, ok in zip(mine, passed) if ok), default=default_in_place_rows())
+        assert t["in_place_rows"][layout] == last_passed, (layout, t)
+
+
+# Products at the in-place limit and one row past it (or at the rows in ROWS), A in both
+# layouts (a column-major A is X^T), wider than any tile; what each packed, and C as a hash
+# of its bytes.
+IN_PLACE_CHILD = """
+import hashlib, json, torch, mylinearops
+limits = mylinearops.tuning_info()["in_place_rows"]
+rows = ROWS or {layout: [limit, limit + 1] for layout, limit in limits.items()}
+out = {"limits": limits, "runs": []}
+for layout, ms in rows.items():
+    for m in ms:
+        g = torch.Generator().manual_seed(m)
+        A = torch.randn(m, 200, generator=g) if layout == "row_major" else torch.randn(200, m, generator=g).mT
+        C = mylinearops.matmul(A, torch.randn(200, 300, generator=g))
+        plan = mylinearops.last_gemm_plan()
+        out["runs"].append({"layout": layout, "rows": m, "pack_a": plan["pack_a"], "pack_b": plan["pack_b"],
+                            "C": hashlib.sha256(C.numpy().tobytes()).hexdigest()})
+print(json.dumps(out))
+"""
+
+
+def test_products_follow_the_in_place_rule_and_switches_override_it():
+    base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
+
+    def report(rows, **env):
+        child = run_children([(f"ROWS = {rows}\n" + IN_PLACE_CHILD, child_env(base, **env))])[0]
+        assert child.returncode == 0, (env, child.stderr)
+        return json.loads(child.stdout.splitlines()[-1])
+
+    searched = report(None)
+    rows = {layout: [limit, limit + 1] for layout, limit in searched["limits"].items()}
+    off, always = report(None, MYLINEAROPS_TUNING="off"), report(rows, MYLINEAROPS_PACK="always")
+    # At its limit a product reads both operands in place; one row more, and it packs both.
+    for run in searched["runs"]:
+        in_place = run["rows"] == searched["limits"][run["layout"]]
+        assert (run["pack_a"], run["pack_b"]) == (not in_place, not in_place), (run, searched["limits"])
+    # Off: the default rule. PACK=always: every product packed, whatever the limits say.
+    assert off["limits"] == {"row_major": default_in_place_rows(), "column_major": default_in_place_rows()}
+    assert all(run["pack_a"] and run["pack_b"] for run in always["runs"]), always
+    # Packed or read in place, C is the same to the bit.
+    for mine, packed in zip(searched["runs"], always["runs"], strict=True):
+        assert (mine["layout"], mine["rows"], mine["C"]) == (packed["layout"], packed["rows"], packed["C"])
+
+
+def test_in_place_search_is_skipped_where_a_switch_decides():
+    base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
+    probe = "import json, mylinearops; print(json.dumps(mylinearops.tuning_info()))"
+    envs = [{"MYLINEAROPS_TUNING": "off"}, {"MYLINEAROPS_PACK": "never"}]
+    for env, child in zip(envs, run_children([(probe, child_env(base, **env)) for env in envs])):
+        assert child.returncode == 0, (env, child.stderr)
+        t = json.loads(child.stdout.splitlines()[-1])
+        assert t["in_place_trials"] == [], (env, t)
+        name, value = next(iter(env.items()))
+        assert t["in_place_reason"].startswith((f"{name}={value}", f"not searched: {name}={value}")), (env, t)
+

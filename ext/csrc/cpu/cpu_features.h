@@ -97,6 +97,15 @@ enum class PackMode { Auto, Always, Never };
 PackMode pack_mode();
 const char* pack_mode_name(PackMode mode);
 
+// Under "auto", the most rows a product may have for the driver to read A and
+// B in place rather than pack them, per layout of A: row-major, or
+// column-major (a weight gradient's X^T). kInPlaceRows unless the tuning
+// search (tuning.h) measured reading in place faster with more.
+constexpr int64_t kInPlaceRows = 255;
+struct InPlaceRows {
+  int64_t row_major = kInPlaceRows, column_major = kInPlaceRows;
+};
+
 // Measured FP32 throughput of a loop of independent vector FMAs (no memory
 // traffic) on `threads` threads: the compute ceiling of `isa` on this machine.
 // Each thread runs for about `seconds`; the best of three runs is returned.

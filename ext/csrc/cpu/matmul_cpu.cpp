@@ -310,18 +310,21 @@ thread_local GemmPlan last_plan;
 // pack block s+1 only after every thread has finished computing block s-1.
 // Products with few rows skip the packing (see "What to pack").
 template <typename T>
-void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu::Blocking& blocks) {
+void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu::Blocking& blocks,
+                 const cpu::InPlaceRows& in_place) {
   const int MR = uk.mr, NR = uk.nr;
   const int64_t m = g.m, n = g.n, k = g.k;
   // The cache blocks (from this CPU's caches, or tuned); k and n split into
   // equal blocks (with kc = 1024, k = 1100 becomes 552 + 548, not 1024 + 76:
   // a thin last block would cost a whole pass over C for little work).
   const int64_t mc_max = blocks.mc;
-  // Fewer rows than this: read A and B in place (see "What to pack" below).
-  // MYLINEAROPS_PACK=always|never overrides the rule, to measure it.
-  constexpr int64_t kSmallRows = 256;
+  // Few rows: read A and B in place (see "What to pack" below). How many is
+  // few depends on A's layout and is measured (in_place). MYLINEAROPS_PACK=
+  // always|never overrides the rule, to measure it.
+  const bool a_column_major = g.a_stride0 == 1 && g.a_stride1 != 1;
+  const int64_t in_place_rows = a_column_major ? in_place.column_major : in_place.row_major;
   const cpu::PackMode pack_mode = cpu::pack_mode();
-  const bool small = pack_mode == cpu::PackMode::Never || (pack_mode == cpu::PackMode::Auto && m < kSmallRows);
+  const bool small = pack_mode == cpu::PackMode::Never || (pack_mode == cpu::PackMode::Auto && m <= in_place_rows);
   const int64_t kc_max = round_up(ceil_div(k, ceil_div(k, blocks.kc)), 8);
   const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, blocks.nc)), NR);
 
@@ -357,14 +360,14 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   // reuse: a panel of B serves every row panel of C, a panel of A every
   // column panel. When C has few rows (the MLP's batch of 128), a panel of B
   // serves only a handful of micro-kernel calls, and both operands are read
-  // in place, as in BLIS's small-matrix ("sup") path. The threshold is
-  // measured in the book's "making kernels fast" chapter (MYLINEAROPS_PACK).
+  // in place, as in BLIS's small-matrix ("sup") path: up to 255 rows, or more
+  // where the tuning search timed it faster, for each layout of A apart.
   // B must be packed when its rows are not contiguous (the micro-kernel
   // loads vectors along them), A when neither of its strides is 1.
-  // A column-major A (a weight gradient's X^T, k the batch) is packed like a
-  // row-major one: its MR elements of a k step are adjacent, so the copy is
-  // one short run per step; read in place, its steps lie a row of X apart,
-  // and on two threads of a Xeon that measured slower.
+  // A column-major A with many rows (a weight gradient's X^T, k the batch) is
+  // packed like a row-major one: its MR elements of a k step are adjacent, so
+  // the copy is one short run per step; read in place, its steps lie a row of
+  // X apart, and on two threads of a Xeon that measured slower.
   // Either layout is read in place whatever the rows when C is no wider than
   // one tile (the MLP's 10 classes): each panel of A then serves a single
   // micro-kernel call, and a copy would be read once. Not when the steps of a
@@ -553,21 +556,24 @@ const cpu::MicroKernel<T>* usable_kernel(cpu::Isa isa) {
   return (uk != nullptr && cpu::usable(isa)) ? uk : nullptr;
 }
 
-// A micro-kernel and the cache blocks to run it with.
+// A micro-kernel, the cache blocks to run it with, and up to how many rows
+// the driver reads A and B in place.
 template <typename T>
 struct KernelChoice {
   const cpu::MicroKernel<T>* kernel;
   cpu::Blocking blocking;
+  cpu::InPlaceRows in_place;
 };
 
 template <typename T>
 KernelChoice<T> with_derived_blocks(const cpu::MicroKernel<T>* uk) {
-  return {uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T))};
+  return {uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T)), cpu::InPlaceRows{}};
 }
 
 // The preferred kernel (cpu_features.cpp: MYLINEAROPS_ISA, the only one, or
 // calibrated). Float products take the searched tile and blocks that suit
-// their shape (tuning.h), double ones the cache-derived blocks.
+// their shape and the searched in-place rows (tuning.h), double ones the
+// cache-derived blocks and the default rows.
 template <typename T>
 KernelChoice<T> best_kernel(int64_t m, int64_t n) {
   const cpu::MicroKernel<T>* chosen = usable_kernel<T>(cpu::preferred_isa().isa);
@@ -577,7 +583,7 @@ KernelChoice<T> best_kernel(int64_t m, int64_t n) {
     const cpu::Tuning& tuned = cpu::float_tuning();
     if (std::string_view(tuned.kernel->isa) == chosen->isa) {
       const cpu::TileChoice tile = cpu::tile_for_product(tuned, m, n);
-      return {tile.kernel, tile.blocking};
+      return {tile.kernel, tile.blocking, tuned.in_place};
     }
   }
   return with_derived_blocks(chosen);
@@ -633,14 +639,14 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
       return gemm_blocked(args);
     case Algo::CpuPacked: {
       const KernelChoice<T> choice = best_kernel<T>(args.m, args.n);
-      return gemm_packed(args, *choice.kernel, choice.blocking);
+      return gemm_packed(args, *choice.kernel, choice.blocking, choice.in_place);
     }
     case Algo::CpuPackedAvx512:
     case Algo::CpuPackedAvx2:
     case Algo::CpuPackedGeneric: {
       const cpu::MicroKernel<T>* uk = usable_kernel<T>(isa_of(algo));
       MYLINEAROPS_CHECK(uk != nullptr, "mylinearops: this CPU cannot run the requested micro-kernel");
-      return gemm_packed(args, *uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T)));
+      return gemm_packed(args, *uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T)), cpu::InPlaceRows{});
     }
     default:
       MYLINEAROPS_CHECK(false, "mylinearops: not a CPU algo");
@@ -649,8 +655,9 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
 
 template void cpu_gemm<float>(Algo, const GemmArgs<float>&);
 
-void cpu::gemm_packed_f32(const GemmArgs<float>& g, const cpu::MicroKernel<float>& uk, const cpu::Blocking& blocks) {
-  gemm_packed(g, uk, blocks);
+void cpu::gemm_packed_f32(const GemmArgs<float>& g, const cpu::MicroKernel<float>& uk, const cpu::Blocking& blocks,
+                          const cpu::InPlaceRows& in_place) {
+  gemm_packed(g, uk, blocks, in_place);
 }
 template void cpu_gemm<double>(Algo, const GemmArgs<double>&);
 

@@ -13,10 +13,14 @@
 // Each product then takes the searched tile that would be fastest on its
 // shape (tile_for_product in tuning.h): a tile that pads C less can win.
 //
+// Then, under the same two tests, the rule for what to pack: up to how many
+// rows reading A and B in place beats packing them (matmul_cpu.cpp, "What to
+// pack"), for each layout of A, from 255 rows up (search_in_place).
+//
 // kc is never searched. The k blocks fix the order in which each element of C
-// adds up its products; mc, nc and the tile do not touch that order. Every
-// candidate therefore computes the same bits (the search checks it), and a
-// result never depends on what a noisy search picked.
+// adds up its products; mc, nc, the tile and what is packed do not touch that
+// order. Every candidate therefore computes the same bits (the search checks
+// it), and a result never depends on what a noisy search picked.
 // [/book:cpu-tuning]
 #include "tuning.h"
 
@@ -27,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -119,27 +124,31 @@ void fill(float* values, int64_t count, uint32_t state) {
   }
 }
 
-Tuning search() {
-  const auto start = std::chrono::steady_clock::now();
-  const Isa isa = preferred_isa().isa;
-  const std::vector<const MicroKernel<float>*> tiles = float_tiles(isa);
-  Tuning t{tiles.at(0), blocking_for(tiles[0]->mr, tiles[0]->nr, sizeof(float)), "", 0, 0, {}};
-  auto done = [&](std::string reason) {
-    t.reason = std::move(reason);
-    t.seconds = seconds_since(start);
-    return t;
-  };
+double median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+// A candidate passes both tests: at least kTuningMinGain times as fast in the
+// median, and winning too many rounds for noise (and computing the same bits).
+bool clear_gain(double faster_seconds, double default_seconds, int wins, int rounds, bool same_result) {
+  return same_result && faster_seconds * kTuningMinGain <= default_seconds &&
+      sign_test_chance(wins, rounds) <= kTuningMaxNoiseChance;
+}
+
+// The tile and blocks (t.kernel, t.blocking, t.candidates); returns why.
+std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel<float>*>& tiles) {
   const bool off = tuning_switched_off();
   if (const MicroKernel<float>* tile = forced_tile(isa, tiles)) {
     t.kernel = tile;
     t.blocking = blocking_for(tile->mr, tile->nr, sizeof(float), t.blocking.kc);
-    return done("MYLINEAROPS_TILE=" + tile_name(*tile) + (blocking_forced() ? " and MYLINEAROPS_BLOCKING" : ""));
+    return "MYLINEAROPS_TILE=" + tile_name(*tile) + (blocking_forced() ? " and MYLINEAROPS_BLOCKING" : "");
   }
-  if (blocking_forced()) return done("MYLINEAROPS_BLOCKING");
-  if (off) return done("MYLINEAROPS_TUNING=off: the cache-derived blocks");
-  if (isa == Isa::Generic) return done("the portable micro-kernel: the cache-derived blocks (not searched)");
+  if (blocking_forced()) return "MYLINEAROPS_BLOCKING";
+  if (off) return "MYLINEAROPS_TUNING=off: the cache-derived blocks";
+  if (isa == Isa::Generic) return "the portable micro-kernel: the cache-derived blocks (not searched)";
   t.candidates = candidates_for(tiles);
-  if (t.candidates.size() == 1) return done("one candidate: the cache-derived blocks");
+  if (t.candidates.size() == 1) return "one candidate: the cache-derived blocks";
 
   // One product that every tile covers without edges (m a multiple of 24, n of
   // 96), with more rows than a thread's mc block and one k block.
@@ -148,13 +157,13 @@ Tuning search() {
   // would split the tiles' stores across lines, which no product from torch does.
   const CacheAlignedArray<float> a = cache_aligned_array<float>(m * k), b = cache_aligned_array<float>(k * n),
                                  c = cache_aligned_array<float>(m * n);
-  if (!a || !b || !c) return done("not searched: no memory for its product");
+  if (!a || !b || !c) return "not searched: no memory for its product";
   std::vector<float> first(m * n);
   fill(a.get(), m * k, 1), fill(b.get(), k * n, 2);
   const GemmArgs<float> args{m, n, k, a.get(), k, 1, b.get(), n, 1, nullptr, 0, c.get()};
   auto run = [&](const TuningCandidate& cand) {
     const auto begin = std::chrono::steady_clock::now();
-    gemm_packed_f32(args, *cand.kernel, cand.blocking);
+    gemm_packed_f32(args, *cand.kernel, cand.blocking, InPlaceRows{});
     return seconds_since(begin);
   };
 
@@ -169,7 +178,7 @@ Tuning search() {
     std::snprintf(reason, sizeof reason,
                   "not searched: a product took %.3f s, so %zu candidates would take over %.2f s", first_call, count,
                   2 * kTuningBudgetSeconds);
-    return done(reason);
+    return reason;
   }
   for (size_t i = 1; i < count; ++i) {
     run(t.candidates[i]);
@@ -192,22 +201,19 @@ Tuning search() {
   // paired comparison: count the rounds each candidate won.
   for (size_t i = 0; i < count; ++i) {
     for (int r = 0; r < t.rounds; ++r) t.candidates[i].wins += i > 0 && times[i][r] < times[0][r];
-    std::vector<double> s = times[i];
-    std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
-    t.candidates[i].median_seconds = s[s.size() / 2];
+    t.candidates[i].median_seconds = median(times[i]);
   }
-  auto clear_gain = [&](const TuningCandidate& cand) {
-    return cand.same_result && cand.median_seconds * kTuningMinGain <= t.candidates[0].median_seconds &&
-           sign_test_chance(cand.wins, t.rounds) <= kTuningMaxNoiseChance;
+  auto passes = [&](const TuningCandidate& cand) {
+    return clear_gain(cand.median_seconds, t.candidates[0].median_seconds, cand.wins, t.rounds, cand.same_result);
   };
   size_t fastest = 0, best = 0;
   for (size_t i = 1; i < count; ++i) {
     if (t.candidates[i].same_result && t.candidates[i].median_seconds < t.candidates[fastest].median_seconds) fastest = i;
-    if (clear_gain(t.candidates[i]) && (best == 0 || t.candidates[i].median_seconds < t.candidates[best].median_seconds)) best = i;
+    if (passes(t.candidates[i]) && (best == 0 || t.candidates[i].median_seconds < t.candidates[best].median_seconds)) best = i;
   }
   if (fastest == 0) {
-    return done("searched " + std::to_string(count) + " candidates: the cache-derived " + describe(t.candidates[0]) +
-                " was the fastest");
+    return "searched " + std::to_string(count) + " candidates: the cache-derived " + describe(t.candidates[0]) +
+                " was the fastest";
   }
   const bool change = best != 0;
   const TuningCandidate& shown = t.candidates[change ? best : fastest];
@@ -219,7 +225,101 @@ Tuning search() {
                 describe(t.candidates[0]).c_str(), shown.wins, t.rounds, change ? "taken" : "default kept",
                 (kTuningMinGain - 1) * 100, kTuningMaxNoiseChance * 100);
   if (change) t.kernel = shown.kernel, t.blocking = shown.blocking;
-  return done(reason);
+  return reason;
+}
+
+// The in-place rule (t.in_place, t.in_place_trials), after the tile; returns why.
+std::string search_in_place(Tuning& t, Isa isa) {
+  if (tuning_switched_off()) return "MYLINEAROPS_TUNING=off: the default";
+  if (pack_mode() != PackMode::Auto) {
+    return std::string("not searched: MYLINEAROPS_PACK=") + pack_mode_name(pack_mode()) + " overrides the rule";
+  }
+  if (isa == Isa::Generic) return "the portable micro-kernel: the default (not searched)";
+  constexpr int64_t k = kInPlaceTrialSize, n = kInPlaceTrialSize;
+  constexpr int64_t max_rows = kInPlaceTrialRows[std::size(kInPlaceTrialRows) - 1]; // ascending
+  constexpr size_t trials = 2 * std::size(kInPlaceTrialRows);
+  const CacheAlignedArray<float> a = cache_aligned_array<float>(max_rows * k), b = cache_aligned_array<float>(k * n),
+                                 c = cache_aligned_array<float>(max_rows * n);
+  if (!a || !b || !c) return "not searched: no memory for its products";
+  std::vector<float> packed_c(max_rows * n);
+  fill(a.get(), max_rows * k, 3), fill(b.get(), k * n, 4);
+  const InPlaceRows pack_all{0, 0}, read_all{INT64_MAX, INT64_MAX};
+  const double budget = kInPlaceBudgetSeconds / trials; // per trial
+  { // The first product, untimed, sizes the search: too slow (an emulated
+    // instruction set, a machine under load), and it is not run.
+    const int64_t rows = kInPlaceTrialRows[0];
+    const GemmArgs<float> args{rows, n, k, a.get(), k, 1, b.get(), n, 1, nullptr, 0, c.get()};
+    const TileChoice tile = tile_for_product(t, rows, n);
+    const auto begin = std::chrono::steady_clock::now();
+    gemm_packed_f32(args, *tile.kernel, tile.blocking, pack_all);
+    const double first_call = seconds_since(begin);
+    if (first_call * 2 * kTuningMinRounds > budget) {
+      char reason[160];
+      std::snprintf(reason, sizeof reason, "not searched: a product of %lld rows took %.4f s",
+                    static_cast<long long>(rows), first_call);
+      return reason;
+    }
+  }
+
+  for (const bool column_major : {false, true}) {
+    int64_t& limit = column_major ? t.in_place.column_major : t.in_place.row_major;
+    for (const int64_t rows : kInPlaceTrialRows) {
+      // A column-major A is a weight gradient's X^T: X is k x rows, row-major.
+      const GemmArgs<float> args = column_major
+          ? GemmArgs<float>{rows, n, k, a.get(), 1, rows, b.get(), n, 1, nullptr, 0, c.get()}
+          : GemmArgs<float>{rows, n, k, a.get(), k, 1, b.get(), n, 1, nullptr, 0, c.get()};
+      const TileChoice tile = tile_for_product(t, rows, n);
+      int reps = 1; // products per timing, enough to outlast the clock's resolution
+      auto run = [&](const InPlaceRows& rule) {
+        const auto begin = std::chrono::steady_clock::now();
+        for (int r = 0; r < reps; ++r) gemm_packed_f32(args, *tile.kernel, tile.blocking, rule);
+        return seconds_since(begin) / reps;
+      };
+      InPlaceTrial trial;
+      trial.column_major = column_major, trial.rows = rows;
+      const double first_call = run(pack_all); // untimed: warms caches, and checks the bits
+      std::copy_n(c.get(), rows * n, packed_c.begin());
+      run(read_all);
+      trial.same_result = std::memcmp(c.get(), packed_c.data(), rows * n * sizeof(float)) == 0;
+      reps = static_cast<int>(std::clamp(2.5e-4 / std::max(first_call, 1e-7), 1.0, 100.0));
+      std::vector<double> packed, in_place;
+      const auto timing = std::chrono::steady_clock::now();
+      for (int round = 0; round < kInPlaceMaxRounds; ++round) {
+        if (round % 2) { // each starting first in turn
+          packed.push_back(run(pack_all)), in_place.push_back(run(read_all));
+        } else {
+          in_place.push_back(run(read_all)), packed.push_back(run(pack_all));
+        }
+        trial.wins += in_place.back() < packed.back();
+        trial.rounds = round + 1;
+        if (trial.rounds >= kTuningMinRounds && seconds_since(timing) >= budget) break;
+      }
+      trial.packed_seconds = median(packed), trial.in_place_seconds = median(in_place);
+      t.in_place_trials.push_back(trial);
+      if (!clear_gain(trial.in_place_seconds, trial.packed_seconds, trial.wins, trial.rounds, trial.same_result)) break;
+      limit = rows;
+    }
+  }
+  auto say = [](const char* layout, int64_t limit) {
+    return std::string(layout) + " up to " + std::to_string(limit) + " rows" +
+        (limit == kInPlaceRows ? " (the default)" : "");
+  };
+  char tests[160];
+  std::snprintf(tests, sizeof tests, " (a change needs a gain of %.0f%% and wins that noise gives with a chance of %.0f%% at most)",
+                (kTuningMinGain - 1) * 100, kTuningMaxNoiseChance * 100);
+  return "timed packed against in place: " + say("A row-major", t.in_place.row_major) + ", " +
+      say("A column-major", t.in_place.column_major) + tests;
+}
+
+Tuning search() {
+  const auto start = std::chrono::steady_clock::now();
+  const Isa isa = preferred_isa().isa;
+  const std::vector<const MicroKernel<float>*> tiles = float_tiles(isa);
+  Tuning t{tiles.at(0), blocking_for(tiles[0]->mr, tiles[0]->nr, sizeof(float))};
+  t.reason = search_tiles(t, isa, tiles);
+  t.in_place_reason = search_in_place(t, isa);
+  t.seconds = seconds_since(start);
+  return t;
 }
 
 } // namespace

@@ -21,18 +21,33 @@ struct TuningCandidate {
   bool same_result = true;   // bit for bit the default candidate's product
 };
 
+// One timing of the in-place rule: a product of `rows` rows, A in one layout,
+// packed against read in place.
+struct InPlaceTrial {
+  bool column_major = false; // A's layout
+  int64_t rows = 0;
+  double packed_seconds = 0, in_place_seconds = 0; // medians per product
+  int wins = 0, rounds = 0; // rounds in which reading in place was faster
+  bool same_result = true;  // bit for bit the packed product
+};
+
 struct Tuning {
   const MicroKernel<float>* kernel; // what `packed` runs for float products wider than one vector
   Blocking blocking;
   std::string reason;
-  double seconds = 0; // the search's own wall time
+  double seconds = 0; // the search's own wall time, both parts
   int rounds = 0;     // timed rounds per candidate
   std::vector<TuningCandidate> candidates; // [0]: the cache-derived default
+  InPlaceRows in_place;                    // up to how many rows products read A and B in place
+  std::string in_place_reason;
+  std::vector<InPlaceTrial> in_place_trials;
 };
 
 // Searched at the first call (thread-safe), then fixed for the process.
 // MYLINEAROPS_TILE ("12x32") and MYLINEAROPS_BLOCKING fix what they name and
-// skip the search; MYLINEAROPS_TUNING=off keeps the cache-derived defaults.
+// skip the search of tiles and blocks; MYLINEAROPS_TUNING=off keeps the
+// cache-derived defaults and kInPlaceRows; a MYLINEAROPS_PACK other than
+// auto leaves the in-place rule unsearched (it overrides the rule anyway).
 const Tuning& float_tuning();
 
 // The tile and blocks for one float product whose C is m x n. The search's
@@ -61,13 +76,28 @@ constexpr int kTuningMinRounds = 5, kTuningMaxRounds = 9;
 constexpr double kTuningMinGain = 1.03;
 constexpr double kTuningMaxNoiseChance = 0.05;
 
+// The in-place rule, searched after the tile: for each layout of A, products
+// of kInPlaceTrialRows rows in turn (k and n kInPlaceTrialSize), packed
+// against read in place, under the same two tests. The rule reads in place
+// up to the last row count at which reading in place passed them, and no
+// further once it fails (more rows give packing more reuse). Each trial
+// times rounds of products a quarter of a millisecond long until it has used its share
+// of kInPlaceBudgetSeconds (at least kTuningMinRounds, at most
+// kInPlaceMaxRounds: small products leave room for more rounds, and more
+// rounds let the sign test see a smaller gain through the noise).
+constexpr int64_t kInPlaceTrialRows[] = {256, 384, 512};
+constexpr int64_t kInPlaceTrialSize = 256;
+constexpr double kInPlaceBudgetSeconds = 0.1;
+constexpr int kInPlaceMaxRounds = 25;
+
 // The chance of at least `wins` heads in `rounds` fair coin flips.
 double sign_test_chance(int wins, int rounds);
 
 // The float tiles of `isa` this build has, its default first.
 std::vector<const MicroKernel<float>*> float_tiles(Isa isa);
 
-// The packed driver with a given tile and blocks (matmul_cpu.cpp).
-void gemm_packed_f32(const GemmArgs<float>& g, const MicroKernel<float>& uk, const Blocking& blocks);
+// The packed driver with a given tile, blocks and in-place rule (matmul_cpu.cpp).
+void gemm_packed_f32(const GemmArgs<float>& g, const MicroKernel<float>& uk, const Blocking& blocks,
+                     const InPlaceRows& in_place);
 
 } // namespace mylinearops::cpu
