@@ -213,7 +213,7 @@ std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel
   }
   if (fastest == 0) {
     return "searched " + std::to_string(count) + " candidates: the cache-derived " + describe(t.candidates[0]) +
-                " was the fastest";
+        " was the fastest";
   }
   const bool change = best != 0;
   const TuningCandidate& shown = t.candidates[change ? best : fastest];
