@@ -507,6 +507,10 @@ def markdown(report: dict) -> str:
         if "tuning" in caches:  # absent from files recorded before the tuning search existed
             t = caches["tuning"]
             lines.append(f"- float tile and blocks of `auto`: {t['tile']}, kc {t['kc']}, mc {t['mc']}, nc {t['nc']} ({t['reason']})")
+            if "in_place_rows" in t:  # absent from files recorded before the in-place rule was searched
+                rows = t["in_place_rows"]
+                lines.append(f"- `auto` reads A and B in place up to {rows['row_major']} rows with a row-major A, "
+                             f"{rows['column_major']} with a column-major one ({t['in_place_reason']})")
         alone = m.get("microkernel_gflops", {})  # absent from files recorded before it was measured
         alone_ceiling = m.get("microkernel_ceiling_gflops", {})  # measured beside it (newer files)
         lines += ["", "## Measured FP32 FMA peak (GFLOP/s)", ""]
@@ -599,6 +603,7 @@ def run_device(device: str, quick: bool) -> dict:
               + ", ".join(f"{isa} {peaks}" for isa, peaks in machine["fma_peak_gflops"].items()), flush=True)
         tuning = machine["mylinearops_cpu"]["tuning"]
         print(f"[cpu] auto's float tile {tuning['tile']}, mc {tuning['mc']}: {tuning['reason']}", flush=True)
+        print(f"[cpu] auto's in-place rows {tuning['in_place_rows']}: {tuning['in_place_reason']}", flush=True)
     results = []
     roof_isa = best_peak(machine)[0] if device == "cpu" else None
     shapes = [(s, s, s) for s in sizes] + [(b, i, o) for b, i, o in MLP_SHAPES]
