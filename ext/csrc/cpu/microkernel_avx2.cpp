@@ -7,10 +7,10 @@
 #include <immintrin.h> // its intrinsics carry their own target attributes
 
 #if defined(__clang__) // Clang ignores GCC's target pragma; this is its equivalent
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,fma,prfchw"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,prfchw")
 #endif
 
 #include "microkernel_impl.h"

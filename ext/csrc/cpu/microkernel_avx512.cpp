@@ -21,10 +21,10 @@
 // [book:cpu-avx512-target]
 #if defined(MYLINEAROPS_AVX512_VIA_SIMDE) // a test build: no AVX-512 instructions at all
 #elif defined(__clang__) // Clang ignores GCC's target pragma; this is its equivalent
-#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma,prfchw"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
+#pragma GCC target("avx512f,avx2,fma,prfchw")
 #endif
 
 #include "microkernel_impl.h"

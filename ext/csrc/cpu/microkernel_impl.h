@@ -117,7 +117,10 @@ inline void microkernel_body(
   // The tile of C is stored (and with `accumulate` read) only after the k
   // loop: fetch its lines into L1 now, so that those stores do not queue
   // behind misses at the end. A weight gradient's short k leaves little
-  // time for that to hide in.
+  // time for that to hide in. Fetched for writing (PREFETCHW, which the
+  // kernel files' targets enable): fetched for reading, each line had to be
+  // claimed again by its stores, and products that mostly write C (k = 10)
+  // ran markedly slower on a Xeon.
   const int64_t tile_bytes = static_cast<int64_t>(kPartial ? cols : NV * W) * sizeof(typename Vt::T);
   // One prefetch per 64 bytes of a row and one at its last byte reach every
   // line it touches, aligned or not, in a count known at compile time for
@@ -127,8 +130,8 @@ inline void microkernel_body(
   for (int i = 0; i < MR; ++i) {
     const char* row = reinterpret_cast<const char*>(c + i * ldc);
 #pragma GCC unroll 4
-    for (int64_t offset = 0; offset < tile_bytes; offset += kCacheLineBytes) __builtin_prefetch(row + offset, 0, 3);
-    __builtin_prefetch(row + tile_bytes - 1, 0, 3); // prefetcht0
+    for (int64_t offset = 0; offset < tile_bytes; offset += kCacheLineBytes) __builtin_prefetch(row + offset, 1, 3);
+    __builtin_prefetch(row + tile_bytes - 1, 1, 3); // prefetchw
   }
 #endif
   const int64_t prefetch_steps = next.lines < kc ? next.lines : kc;
