@@ -118,9 +118,10 @@ inline void microkernel_body(
   // loop: fetch its lines into L1 now, so that those stores do not queue
   // behind misses at the end. A weight gradient's short k leaves little
   // time for that to hide in. Fetched for writing (PREFETCHW, which the
-  // kernel files' targets enable): fetched for reading, each line had to be
-  // claimed again by its stores, and products that mostly write C (k = 10)
-  // ran markedly slower on a Xeon.
+  // AVX2 and AVX-512 files' targets enable; the portable file fetches for
+  // reading): fetched for reading, each line had to be claimed again by its
+  // stores, and products that mostly write C (k = 10) ran markedly slower on
+  // a Xeon.
   const int64_t tile_bytes = static_cast<int64_t>(kPartial ? cols : NV * W) * sizeof(typename Vt::T);
   // One prefetch per 64 bytes of a row and one at its last byte reach every
   // line it touches, aligned or not, in a count known at compile time for
