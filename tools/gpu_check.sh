@@ -5,7 +5,8 @@
 #
 # $OUT receives summary.txt, logs.tar.gz, the benchmark's results file (cuda-<gpu>.json, .md),
 # gpu-facts.json and nbval.xml. Uses the python3 on PATH and its torch, whatever release that is. A folder .whl/ of wheels,
-# if present, is installed first (into /tmp/gpu-check-site) for the notebooks' kernel. Steps,
+# if present, is installed first (into /tmp/gpu-check-site) for the notebooks' kernel: an image
+# without a package index gets them from tools/gpu_wheels.sh, carried beside the tree. Steps,
 # each logged to $OUT and none stopping the next:
 #   1. build the extension (regular ABI) with CUDA kernels for this GPU's architecture;
 #   2. run ext/tests/test_cuda.py on the GPU;
@@ -106,7 +107,11 @@ STABLE_JOB=$!
 # The chapters that use torch (the Makefile's one list): a GPU changes nothing in the others.
 TORCH_CHAPTERS=$(make --no-print-directory -s print-cpu-kernel-chapters 2>/dev/null \
     || ls chapters/*.ipynb | grep -v '^chapters/sql_')  # the Makefile's filter, where make is missing
-if [ -n "$TORCH_CHAPTERS" ]; then
+if ! $PY -c "import nbval, xdist, ipykernel, myst_nb" 2>/dev/null; then
+    echo "no nbval, pytest-xdist, ipykernel or myst-nb for $PY: notebooks skipped (bring them as wheels" \
+        "in .whl/: bash tools/gpu_wheels.sh $($PY -c 'import sys; print("%d.%d" % sys.version_info[:2])'))" >"$LOG/nbval.log"
+    NBVAL=
+elif [ -n "$TORCH_CHAPTERS" ]; then
     PYTHONPATH=$REGULAR:$PWD:${PYTHONPATH:-} timeout -s INT $STOP \
         $PY -m pytest -n 8 --dist loadfile -q -p no:cacheprovider --tb=short --junitxml="$OUT/nbval.xml" $TORCH_CHAPTERS \
         >"$LOG/nbval.log" 2>&1 &
