@@ -251,7 +251,7 @@ std::string cpu_info() {
     out << ";blocking_" << uk->isa << "=" << uk->mr << "," << uk->nr << "," << b.kc << "," << b.mc << "," << b.nc;
   }
   // What the tuning search picked for float products, and what it timed:
-  // candidates as "tile/kc/mc/nc/median seconds/same result/wins/noise chance"
+  // candidates as "tile/kc/mc/nc/median seconds/same result/wins/noise chance/row block"
   // joined by ",", the chance being the sign test's for its wins.
   const cpu::Tuning& tuning = cpu::float_tuning();
   out << ";tuning_isa=" << tuning.kernel->isa << ";tuning_tile=" << tuning.kernel->mr << "x" << tuning.kernel->nr
@@ -262,7 +262,7 @@ std::string cpu_info() {
     const cpu::TuningCandidate& c = tuning.candidates[i];
     out << (i ? "," : "") << c.kernel->mr << "x" << c.kernel->nr << "/" << c.blocking.kc << "/" << c.blocking.mc
         << "/" << c.blocking.nc << "/" << c.median_seconds << "/" << c.same_result << "/" << c.wins
-        << "/" << cpu::sign_test_chance(c.wins, tuning.rounds);
+        << "/" << cpu::sign_test_chance(c.wins, tuning.rounds) << "/" << c.row_block;
   }
   // The in-place rule: its rows per layout of A, and its trials as
   // "layout/rows/packed seconds/in-place seconds/wins/rounds/same result".

@@ -85,8 +85,10 @@ def cpu_info() -> dict[str, object]:
     tuning["reason"] = str(tuning["reason"])
     tuning["candidates"] = [
         {"tile": tile, "kc": int(kc), "mc": int(mc), "nc": int(nc), "median_seconds": float(median),
-         "same_result": same == "1", "wins": int(wins), "noise_chance": float(chance)}
-        for tile, kc, mc, nc, median, same, wins, chance in (item.split("/") for item in str(tuning["candidates"]).split(",") if item)
+         "same_result": same == "1", "wins": int(wins), "noise_chance": float(chance), "row_block": int(row_block)}
+        for tile, kc, mc, nc, median, same, wins, chance, row_block in (
+            item.split("/") for item in str(tuning["candidates"]).split(",") if item
+        )
     ]
     tuning["in_place_rows"] = dict(zip(("row_major", "column_major"), map(int, str(tuning["in_place_rows"]).split(","))))
     tuning["in_place_reason"] = str(tuning["in_place_reason"])
@@ -105,7 +107,9 @@ def tuning_info() -> dict[str, object]:
     ``candidates`` it timed (tile, blocks, median seconds per product, whether its result
     was bit for bit the default's, ``wins``: in how many rounds it beat the default, the
     two timed in the same round, and ``noise_chance``: the chance that a fair coin per round
-    wins as often, the sign test the search applies). Searched once per process, at the first float product or
+    wins as often, the sign test the search applies; ``row_block``: the rows a thread took at a
+    time in the search's product, equal to ``mc`` on one thread and smaller on several, where
+    candidates that would run the same blocks are timed once). Searched once per process, at the first float product or
     the first call of this (csrc/cpu/tuning.cpp); MYLINEAROPS_TILE, MYLINEAROPS_BLOCKING and
     MYLINEAROPS_TUNING=off override it. The pick is for products that every tile covers
     without padding; a product of another shape takes the searched tile that would be fastest

@@ -556,6 +556,26 @@ def test_tuning_search_is_bounded_and_picks_only_a_clear_gain(searched):
     assert (f"{plan['mr']}x{plan['nr']}", plan["mc"]) == tile_for_product(t, 700, 500)
 
 
+def test_search_times_candidates_that_run_the_same_blocks_once():
+    # One thread takes mc rows at a time, so candidates that differ in mc differ; two threads
+    # share the search product's rows in blocks that can be smaller than either mc, and then a
+    # candidate that would run the same blocks as an earlier one of its tile is not timed.
+    base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
+    env = child_env(base, MYLINEAROPS_ISA=mylinearops.tuning_info()["isa"])
+    code = "import json, torch, mylinearops\ntorch.set_num_threads({})\nprint(json.dumps(mylinearops.tuning_info()))"
+    # One after the other: side by side, each search would find the machine busy.
+    one, two = (json.loads(run_children([(code.format(threads), env)])[0].stdout.splitlines()[-1]) for threads in (1, 2))
+    for t in (one, two):
+        if t["isa"] == "generic" or t["reason"].startswith("not searched"):
+            pytest.skip(f"no search here: {t['reason']}")
+    assert all(c["row_block"] == c["mc"] for c in one["candidates"]), one
+    timed = [(c["tile"], c["row_block"]) for c in two["candidates"]]
+    assert len(set(timed)) == len(timed), two
+    assert {(c["tile"], c["mc"]) for c in two["candidates"]} <= {(c["tile"], c["mc"]) for c in one["candidates"]}
+    untimed = len(one["candidates"]) - len(two["candidates"])
+    assert (f"({untimed} more ran the same row blocks" in two["reason"]) == (untimed > 0), two
+
+
 def tile_for_product(tuning: dict, m: int, n: int) -> tuple[str, int]:
     """The rule of tuning.h's tile_for_product, written again: the pick, unless another
     searched tile, with C padded as it computes it, times its median in the search, is less."""

@@ -662,9 +662,10 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
 
 template void cpu_gemm<float>(Algo, const GemmArgs<float>&);
 
-void cpu::gemm_packed_f32(const GemmArgs<float>& g, const cpu::MicroKernel<float>& uk, const cpu::Blocking& blocks,
-                          const cpu::InPlaceRows& in_place) {
+cpu::RowSplit cpu::gemm_packed_f32(const GemmArgs<float>& g, const cpu::MicroKernel<float>& uk,
+                                   const cpu::Blocking& blocks, const cpu::InPlaceRows& in_place) {
   gemm_packed(g, uk, blocks, in_place);
+  return {last_plan.row_block, last_plan.row_groups, last_plan.col_groups};
 }
 template void cpu_gemm<double>(Algo, const GemmArgs<double>&);
 

@@ -8,7 +8,9 @@
 // kTuningMinGain, and faster in so many rounds (each round times every
 // candidate once) that noise alone would seldom do it (kTuningMaxNoiseChance).
 // On a loaded machine a few slow time slices can move a median; they seldom
-// make one candidate win round after round.
+// make one candidate win round after round. Candidates that run the same
+// code on the search's product are timed once: with several threads sharing
+// its rows, a thread's block of rows can be smaller than either mc.
 //
 // Each product then takes the searched tile that would be fastest on its
 // shape (tile_for_product in tuning.h): a tile that pads C less can win.
@@ -161,17 +163,18 @@ std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel
   std::vector<float> first(m * n);
   fill(a.get(), m * k, 1), fill(b.get(), k * n, 2);
   const GemmArgs<float> args{m, n, k, a.get(), k, 1, b.get(), n, 1, nullptr, 0, c.get()};
-  auto run = [&](const TuningCandidate& cand) {
+  std::vector<RowSplit> splits(t.candidates.size());
+  auto run = [&](size_t i) {
     const auto begin = std::chrono::steady_clock::now();
-    gemm_packed_f32(args, *cand.kernel, cand.blocking, InPlaceRows{});
+    splits[i] = gemm_packed_f32(args, *t.candidates[i].kernel, t.candidates[i].blocking, InPlaceRows{});
     return seconds_since(begin);
   };
 
   // An untimed round: warms caches and threads, and checks the bits. The
   // default's call first sizes the whole search; too slow (an emulated
   // instruction set, a machine under load), and it is not run.
-  const size_t count = t.candidates.size();
-  const double first_call = run(t.candidates[0]);
+  size_t count = t.candidates.size();
+  const double first_call = run(0);
   std::copy_n(c.get(), m * n, first.begin());
   if (first_call * count * (kTuningMinRounds + 1) > 2 * kTuningBudgetSeconds) {
     char reason[200];
@@ -181,9 +184,24 @@ std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel
     return reason;
   }
   for (size_t i = 1; i < count; ++i) {
-    run(t.candidates[i]);
+    run(i);
     t.candidates[i].same_result = std::memcmp(c.get(), first.data(), first.size() * sizeof(float)) == 0;
   }
+  // Timing twice what runs the same code would give noise two chances to win.
+  size_t untimed = 0;
+  for (size_t i = count; i-- > 1;) {
+    for (size_t j = 0; j < i; ++j) {
+      if (t.candidates[j].kernel == t.candidates[i].kernel && splits[j] == splits[i]) {
+        t.candidates.erase(t.candidates.begin() + i), splits.erase(splits.begin() + i), ++untimed;
+        break;
+      }
+    }
+  }
+  count = t.candidates.size();
+  for (size_t i = 0; i < count; ++i) t.candidates[i].row_block = splits[i].row_block;
+  const std::string dropped = untimed == 0 ? ""
+      : " (" + std::to_string(untimed) + " more ran the same row blocks on this product and were not timed)";
+  if (count == 1) return "one candidate ran on this product: the cache-derived blocks" + dropped;
 
   // Timed rounds, interleaved, each starting at another candidate: a burst of
   // load from elsewhere then slows every candidate alike.
@@ -192,7 +210,7 @@ std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel
   for (int round = 0; round < kTuningMaxRounds; ++round) {
     for (size_t j = 0; j < count; ++j) {
       const size_t i = (round + j) % count;
-      times[i].push_back(run(t.candidates[i]));
+      times[i].push_back(run(i));
     }
     t.rounds = round + 1;
     if (t.rounds >= kTuningMinRounds && seconds_since(timing) >= kTuningBudgetSeconds) break;
@@ -212,16 +230,16 @@ std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel
     if (passes(t.candidates[i]) && (best == 0 || t.candidates[i].median_seconds < t.candidates[best].median_seconds)) best = i;
   }
   if (fastest == 0) {
-    return "searched " + std::to_string(count) + " candidates: the cache-derived " + describe(t.candidates[0]) +
-        " was the fastest";
+    return "searched " + std::to_string(count) + " candidates" + dropped + ": the cache-derived " +
+        describe(t.candidates[0]) + " was the fastest";
   }
   const bool change = best != 0;
   const TuningCandidate& shown = t.candidates[change ? best : fastest];
-  char reason[400];
+  char reason[520];
   std::snprintf(reason, sizeof reason,
-                "searched %zu candidates: %s took %.2fx the time of the cache-derived %s and won %d of %d rounds "
+                "searched %zu candidates%s: %s took %.2fx the time of the cache-derived %s and won %d of %d rounds "
                 "(%s: a change needs a gain of %.0f%% and wins that noise gives with a chance of %.0f%% at most)",
-                count, describe(shown).c_str(), shown.median_seconds / t.candidates[0].median_seconds,
+                count, dropped.c_str(), describe(shown).c_str(), shown.median_seconds / t.candidates[0].median_seconds,
                 describe(t.candidates[0]).c_str(), shown.wins, t.rounds, change ? "taken" : "default kept",
                 (kTuningMinGain - 1) * 100, kTuningMaxNoiseChance * 100);
   if (change) t.kernel = shown.kernel, t.blocking = shown.blocking;

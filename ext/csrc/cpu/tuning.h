@@ -19,6 +19,7 @@ struct TuningCandidate {
   double median_seconds = 0; // per product, over the search's rounds (0: not timed)
   int wins = 0;              // timed rounds in which it beat the default (0 for the default)
   bool same_result = true;   // bit for bit the default candidate's product
+  int64_t row_block = 0;     // the block of rows a thread took at a time in the search's product
 };
 
 // One timing of the in-place rule: a product of `rows` rows, A in one layout,
@@ -70,9 +71,9 @@ TileChoice tile_for_product(const Tuning& tuning, int64_t m, int64_t n);
 // candidate at least kTuningMinGain times as fast in the median that also won
 // so many rounds that a coin flip per round would do as well with a chance of
 // at most kTuningMaxNoiseChance (a one-sided sign test: 5 of 5 rounds, 7 of 8,
-// 8 of 9).
+// 8 of 9, 9 of 11, 12 of 15).
 constexpr double kTuningBudgetSeconds = 0.2;
-constexpr int kTuningMinRounds = 5, kTuningMaxRounds = 9;
+constexpr int kTuningMinRounds = 5, kTuningMaxRounds = 15;
 constexpr double kTuningMinGain = 1.03;
 constexpr double kTuningMaxNoiseChance = 0.05;
 
@@ -96,8 +97,19 @@ double sign_test_chance(int wins, int rounds);
 // The float tiles of `isa` this build has, its default first.
 std::vector<const MicroKernel<float>*> float_tiles(Isa isa);
 
-// The packed driver with a given tile, blocks and in-place rule (matmul_cpu.cpp).
-void gemm_packed_f32(const GemmArgs<float>& g, const MicroKernel<float>& uk, const Blocking& blocks,
-                     const InPlaceRows& in_place);
+// How a packed product split its rows: the block of rows a thread takes at a
+// time, and the thread grid (matmul_cpu.cpp).
+struct RowSplit {
+  int64_t row_block = 0;
+  int row_groups = 0, col_groups = 0;
+  bool operator==(const RowSplit& o) const {
+    return row_block == o.row_block && row_groups == o.row_groups && col_groups == o.col_groups;
+  }
+};
+
+// The packed driver with a given tile, blocks and in-place rule (matmul_cpu.cpp);
+// returns how it split the rows.
+RowSplit gemm_packed_f32(const GemmArgs<float>& g, const MicroKernel<float>& uk, const Blocking& blocks,
+                         const InPlaceRows& in_place);
 
 } // namespace mylinearops::cpu
