@@ -536,7 +536,11 @@ def test_tuning_search_is_bounded_and_picks_only_a_clear_gain(searched):
     first = t["candidates"][0]
     assert (first["tile"], first["kc"], first["mc"], first["nc"]) == (
         f"{default['mr']}x{default['nr']}", default["kc"], default["mc"], default["nc"])
-    assert len(t["candidates"]) >= 2 and {c["kc"] for c in t["candidates"]} == {default["kc"]}
+    if len(t["candidates"]) == 1:  # the others ran the default's row blocks: nothing left to time
+        assert t["reason"].startswith("one candidate: the cache-derived blocks (") and t["rounds"] == 0, t
+        assert (t["tile"], t["mc"]) == (first["tile"], first["mc"])
+        return
+    assert {c["kc"] for c in t["candidates"]} == {default["kc"]}
     assert limits["kTuningMinRounds"] <= t["rounds"] <= limits["kTuningMaxRounds"]
     assert first["wins"] == 0 and all(0 <= c["wins"] <= t["rounds"] for c in t["candidates"])
     for c in t["candidates"]:  # the library's sign test, against the binomial tail computed here

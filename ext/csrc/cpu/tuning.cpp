@@ -200,8 +200,9 @@ std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel
   count = t.candidates.size();
   for (size_t i = 0; i < count; ++i) t.candidates[i].row_block = splits[i].row_block;
   const std::string dropped = untimed == 0 ? ""
-      : " (" + std::to_string(untimed) + " more ran the same row blocks on this product and were not timed)";
-  if (count == 1) return "one candidate ran on this product: the cache-derived blocks" + dropped;
+      : " (" + std::to_string(untimed) + " more ran the same row blocks on this product and " +
+          (untimed == 1 ? "was" : "were") + " not timed)";
+  if (count == 1) return "one candidate: the cache-derived blocks" + dropped;
 
   // Timed rounds, interleaved, each starting at another candidate: a burst of
   // load from elsewhere then slows every candidate alike.
