@@ -6,9 +6,9 @@
 #
 # Fills .whl/ (git-ignored) with what the chapters' kernel imports beyond the image's torch and
 # numpy: requirements.txt without torch, torchvision, numpy, the SQL packages and the website
-# and build tooling, with dependencies, less the large ones the kernel never imports (Sphinx and what only it
-# uses, the debugger, jedi). The device tool carries the working tree and .whl/ together in
-# at most 64 MiB; the script prints their size.
+# and build tooling, with dependencies, less the large ones the kernel never imports (Sphinx,
+# the debugger, jedi). The device tool carries the working tree and .whl/ together in at most
+# 64 MiB; the script prints their size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYVER=${1:?usage: bash tools/gpu_wheels.sh PYTHON_VERSION, that of the GPU image, e.g. 3.12}

@@ -567,8 +567,12 @@ def test_search_times_candidates_that_run_the_same_blocks_once():
     base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
     env = child_env(base, MYLINEAROPS_ISA=mylinearops.tuning_info()["isa"])
     code = "import json, torch, mylinearops\ntorch.set_num_threads({})\nprint(json.dumps(mylinearops.tuning_info()))"
-    # One after the other: side by side, each search would find the machine busy.
-    one, two = (json.loads(run_children([(code.format(threads), env)])[0].stdout.splitlines()[-1]) for threads in (1, 2))
+    reports = []
+    for threads in (1, 2):  # one after the other: side by side, each search would find the machine busy
+        child = run_children([(code.format(threads), env)])[0]
+        assert child.returncode == 0, child.stderr
+        reports.append(json.loads(child.stdout.splitlines()[-1]))
+    one, two = reports
     for t in (one, two):
         if t["isa"] == "generic" or t["reason"].startswith("not searched"):
             pytest.skip(f"no search here: {t['reason']}")

@@ -19,7 +19,7 @@ struct TuningCandidate {
   double median_seconds = 0; // per product, over the search's rounds (0: not timed)
   int wins = 0;              // timed rounds in which it beat the default (0 for the default)
   bool same_result = true;   // bit for bit the default candidate's product
-  int64_t row_block = 0;     // the block of rows a thread took at a time in the search's product
+  int64_t row_block = 0;     // rows a thread took at a time in the search's product (0: not run)
 };
 
 // One timing of the in-place rule: a product of `rows` rows, A in one layout,
