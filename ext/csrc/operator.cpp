@@ -250,11 +250,12 @@ std::string cpu_info() {
     const cpu::Blocking b = cpu::blocking_for(uk->mr, uk->nr, sizeof(float));
     out << ";blocking_" << uk->isa << "=" << uk->mr << "," << uk->nr << "," << b.kc << "," << b.mc << "," << b.nc;
   }
-  // What the tuning search picked for float products, and what it timed:
+  // What the tuning search picked for float products on the threads a product
+  // here would run on (searched per thread count), and what it timed:
   // candidates as "tile/kc/mc/nc/median seconds/same result/wins/noise chance/row block"
   // joined by ",", the chance being the sign test's for its wins.
-  const cpu::Tuning& tuning = cpu::float_tuning();
-  out << ";tuning_isa=" << tuning.kernel->isa << ";tuning_tile=" << tuning.kernel->mr << "x" << tuning.kernel->nr
+  const cpu::Tuning& tuning = cpu::float_tuning(runtime::team_size());
+  out << ";tuning_threads=" << tuning.threads << ";tuning_isa=" << tuning.kernel->isa << ";tuning_tile=" << tuning.kernel->mr << "x" << tuning.kernel->nr
       << ";tuning_kc=" << tuning.blocking.kc << ";tuning_mc=" << tuning.blocking.mc
       << ";tuning_nc=" << tuning.blocking.nc << ";tuning_reason=" << tuning.reason
       << ";tuning_seconds=" << tuning.seconds << ";tuning_rounds=" << tuning.rounds << ";tuning_candidates=";

@@ -103,6 +103,12 @@ inline bool in_parallel_region() {
 }
 #endif
 
+// The threads a product started here runs on: the intra-op pool, or one
+// inside a parallel region (no nested teams).
+inline int team_size() {
+  return in_parallel_region() ? 1 : num_threads();
+}
+
 #ifdef __CUDACC__
 // The stream PyTorch is using on this device, so our kernels are ordered
 // with the work around them.

@@ -109,8 +109,10 @@ def tuning_info() -> dict[str, object]:
     two timed in the same round, and ``noise_chance``: the chance that a fair coin per round
     wins as often, the sign test the search applies; ``row_block``: the rows a thread took at a
     time in the search's product, equal to ``mc`` on one thread and smaller on several, where
-    candidates that would run the same blocks are timed once). Searched once per process, at the first float product or
-    the first call of this (csrc/cpu/tuning.cpp); MYLINEAROPS_TILE, MYLINEAROPS_BLOCKING and
+    candidates that would run the same blocks are timed once). ``threads``: the thread count it
+    is for, the one products started now would run on (``torch.get_num_threads()``, or 1 inside a
+    parallel region). Searched once per process and thread count, at the first float product on
+    that count or the first call of this (csrc/cpu/tuning.cpp); MYLINEAROPS_TILE, MYLINEAROPS_BLOCKING and
     MYLINEAROPS_TUNING=off override it. The pick is for products that every tile covers
     without padding; a product of another shape takes the searched tile that would be fastest
     on it (``last_gemm_plan()`` says which ran).

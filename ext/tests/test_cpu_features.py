@@ -560,19 +560,46 @@ def test_tuning_search_is_bounded_and_picks_only_a_clear_gain(searched):
     assert (f"{plan['mr']}x{plan['nr']}", plan["mc"]) == tile_for_product(t, 700, 500)
 
 
-def test_search_times_candidates_that_run_the_same_blocks_once():
+# The same product on 1 thread, on 2, and on 1 again, in one process: each thread count's
+# tuning, the plan the product ran with, and C as a hash of its bytes.
+THREADS_CHILD = """
+import hashlib, json, torch, mylinearops
+g = torch.Generator().manual_seed(0)
+A, B = torch.randn(700, 1300, generator=g), torch.randn(1300, 500, generator=g)
+runs = []
+for threads in (1, 2, 1):
+    torch.set_num_threads(threads)
+    C = mylinearops.matmul(A, B)
+    runs.append({"threads": threads, "tuning": mylinearops.tuning_info(), "plan": mylinearops.last_gemm_plan(),
+                 "C": hashlib.sha256(C.numpy().tobytes()).hexdigest()})
+print(json.dumps(runs))
+"""
+
+
+@pytest.fixture(scope="module")
+def searched_per_thread_count():
+    base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
+    child = run_children([(THREADS_CHILD, child_env(base, MYLINEAROPS_ISA=mylinearops.tuning_info()["isa"]))])[0]
+    assert child.returncode == 0, child.stderr
+    return json.loads(child.stdout.splitlines()[-1])
+
+
+def test_each_thread_count_has_its_own_search(searched_per_thread_count):
+    one, two, one_again = searched_per_thread_count
+    assert (one["tuning"]["threads"], two["tuning"]["threads"]) == (1, 2)
+    assert (one["plan"]["threads"], two["plan"]["threads"]) == (1, 2)
+    assert one_again["tuning"] == one["tuning"]  # searched once per thread count, then kept
+    for run in (one, two):  # each product took its own thread count's pick for its shape
+        assert (f"{run['plan']['mr']}x{run['plan']['nr']}", run["plan"]["mc"]) == tile_for_product(run["tuning"], 700, 500)
+    # Tiles, blocks and threads never touch the order of the additions: the same bits.
+    assert one["C"] == two["C"] == one_again["C"]
+
+
+def test_search_times_candidates_that_run_the_same_blocks_once(searched_per_thread_count):
     # One thread takes mc rows at a time, so candidates that differ in mc differ; two threads
     # share the search product's rows in blocks that can be smaller than either mc, and then a
     # candidate that would run the same blocks as an earlier one of its tile is not timed.
-    base = {k: v for k, v in os.environ.items() if k not in TUNING_SWITCHES}
-    env = child_env(base, MYLINEAROPS_ISA=mylinearops.tuning_info()["isa"])
-    code = "import json, torch, mylinearops\ntorch.set_num_threads({})\nprint(json.dumps(mylinearops.tuning_info()))"
-    reports = []
-    for threads in (1, 2):  # one after the other: side by side, each search would find the machine busy
-        child = run_children([(code.format(threads), env)])[0]
-        assert child.returncode == 0, child.stderr
-        reports.append(json.loads(child.stdout.splitlines()[-1]))
-    one, two = reports
+    one, two = (run["tuning"] for run in searched_per_thread_count[:2])
     for t in (one, two):
         if t["isa"] == "generic" or t["reason"].startswith("not searched"):
             pytest.skip(f"no search here: {t['reason']}")

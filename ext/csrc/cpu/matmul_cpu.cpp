@@ -337,7 +337,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   // One thread for tiny products (waking a team costs more than it saves),
   // and inside another parallel region (no nested teams).
   const bool tiny = m * n * k < 64 * 64 * 64;
-  const int threads = (tiny || runtime::in_parallel_region()) ? 1 : runtime::num_threads();
+  const int threads = tiny ? 1 : runtime::team_size();
 
   // All buffers come from the calling thread's scratch, allocated here: code
   // inside the parallel region must not throw.
@@ -587,7 +587,7 @@ KernelChoice<T> best_kernel(int64_t m, int64_t n) {
   if (chosen == nullptr) chosen = usable_kernel<T>(cpu::Isa::Generic);
   MYLINEAROPS_CHECK(chosen != nullptr, "mylinearops: the generic micro-kernel is always available");
   if constexpr (std::is_same_v<T, float>) {
-    const cpu::Tuning& tuned = cpu::float_tuning();
+    const cpu::Tuning& tuned = cpu::float_tuning(runtime::team_size());
     if (std::string_view(tuned.kernel->isa) == chosen->isa) {
       const cpu::TileChoice tile = cpu::tile_for_product(tuned, m, n);
       return {tile.kernel, tile.blocking, tuned.in_place};

@@ -2,9 +2,10 @@
 // The tile and blocks of float products, chosen by timing them here. The
 // cache-derived blocks (cpu_features.cpp) and the 12 x 32 tile come from a
 // model of the CPU, which leaves out how a core schedules loads beside its
-// FMAs and how its prefetchers follow the panels. So at the first product the
-// library times a few candidates on one product and keeps the fastest, but
-// moves off the default only for a clear gain: faster in the median by
+// FMAs and how its prefetchers follow the panels. So at the first product on
+// each thread count the library times a few candidates on one product, on
+// those threads (what wins on one core need not win on two), and keeps the
+// fastest, but moves off the default only for a clear gain: faster in the median by
 // kTuningMinGain, and faster in so many rounds (each round times every
 // candidate once) that noise alone would seldom do it (kTuningMaxNoiseChance).
 // On a loaded machine a few slow time slices can move a median; they seldom
@@ -34,6 +35,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -172,14 +176,18 @@ std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel
 
   // An untimed round: warms caches and threads, and checks the bits. The
   // default's call first sizes the whole search; too slow (an emulated
-  // instruction set, a machine under load), and it is not run.
+  // instruction set, a machine under load), and it is not run. A first call
+  // that looks too slow gets a second: it also paid for touching the
+  // buffers' pages, and may have lost its core for a while.
   size_t count = t.candidates.size();
-  const double first_call = run(0);
+  auto too_slow = [&](double call) { return call * count * (kTuningMinRounds + 1) > 2 * kTuningBudgetSeconds; };
+  double sizing_call = run(0);
+  if (too_slow(sizing_call)) sizing_call = std::min(sizing_call, run(0));
   std::copy_n(c.get(), m * n, first.begin());
-  if (first_call * count * (kTuningMinRounds + 1) > 2 * kTuningBudgetSeconds) {
+  if (too_slow(sizing_call)) {
     char reason[200];
     std::snprintf(reason, sizeof reason,
-                  "not searched: a product took %.3f s, so %zu candidates would take over %.2f s", first_call, count,
+                  "not searched: a product took %.3f s, so %zu candidates would take over %.2f s", sizing_call, count,
                   2 * kTuningBudgetSeconds);
     return reason;
   }
@@ -334,11 +342,11 @@ std::string search_in_place(Tuning& t, Isa isa) {
       say("A column-major", t.in_place.column_major) + tests;
 }
 
-Tuning search() {
+Tuning search(int threads) {
   const auto start = std::chrono::steady_clock::now();
   const Isa isa = preferred_isa().isa;
   const std::vector<const MicroKernel<float>*> tiles = float_tiles(isa);
-  Tuning t{tiles.at(0), blocking_for(tiles[0]->mr, tiles[0]->nr, sizeof(float))};
+  Tuning t{threads, tiles.at(0), blocking_for(tiles[0]->mr, tiles[0]->nr, sizeof(float))};
   t.reason = search_tiles(t, isa, tiles);
   t.in_place_reason = search_in_place(t, isa);
   t.seconds = seconds_since(start);
@@ -347,9 +355,15 @@ Tuning search() {
 
 } // namespace
 
-const Tuning& float_tuning() {
-  static const Tuning tuning = search();
-  return tuning;
+const Tuning& float_tuning(int threads) {
+  // One search per team size, each kept for the process. The lock is held
+  // through a search: a second search beside it would time both on loaded cores.
+  static std::mutex lock;
+  static std::map<int, std::unique_ptr<const Tuning>> searched;
+  const std::lock_guard<std::mutex> hold(lock);
+  std::unique_ptr<const Tuning>& tuning = searched[threads];
+  if (!tuning) tuning = std::make_unique<const Tuning>(search(threads));
+  return *tuning;
 }
 
 TileChoice tile_for_product(const Tuning& tuning, int64_t m, int64_t n) {

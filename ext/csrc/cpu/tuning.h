@@ -1,7 +1,7 @@
 // The float tile and cache blocks `packed` uses, chosen by measurement on the
-// running CPU (tuning.cpp): a short search, once per process, over the tiles
-// of the preferred instruction set and a few row blocks (mc) around the
-// cache-derived one. ATen-free, like the rest of cpu/.
+// running CPU (tuning.cpp): a short search, once per process and thread
+// count, over the tiles of the preferred instruction set and a few row
+// blocks (mc) around the cache-derived one. ATen-free, like the rest of cpu/.
 #pragma once
 
 #include <string>
@@ -33,6 +33,7 @@ struct InPlaceTrial {
 };
 
 struct Tuning {
+  int threads;                      // the team it was searched on, and is for
   const MicroKernel<float>* kernel; // what `packed` runs for float products wider than one vector
   Blocking blocking;
   std::string reason;
@@ -44,12 +45,16 @@ struct Tuning {
   std::vector<InPlaceTrial> in_place_trials;
 };
 
-// Searched at the first call (thread-safe), then fixed for the process.
-// MYLINEAROPS_TILE ("12x32") and MYLINEAROPS_BLOCKING fix what they name and
-// skip the search of tiles and blocks; MYLINEAROPS_TUNING=off keeps the
-// cache-derived defaults and kInPlaceRows; a MYLINEAROPS_PACK other than
-// auto leaves the in-place rule unsearched (it overrides the rule anyway).
-const Tuning& float_tuning();
+// Searched at the first call for each team size (thread-safe), then fixed
+// for the process. `threads` must be the team the calling thread's products
+// run on (runtime::team_size()): the search times its products on this
+// thread, and what wins, and which candidates run alike, depends on how many
+// threads share a product. MYLINEAROPS_TILE ("12x32") and
+// MYLINEAROPS_BLOCKING fix what they name and skip the search of tiles and
+// blocks; MYLINEAROPS_TUNING=off keeps the cache-derived defaults and
+// kInPlaceRows; a MYLINEAROPS_PACK other than auto leaves the in-place rule
+// unsearched (it overrides the rule anyway).
+const Tuning& float_tuning(int threads);
 
 // The tile and blocks for one float product whose C is m x n. The search's
 // pick, unless another searched tile would take less time on this shape: C
