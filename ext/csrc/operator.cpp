@@ -255,7 +255,8 @@ std::string cpu_info() {
   // candidates as "tile/kc/mc/nc/median seconds/same result/wins/noise chance/row block"
   // joined by ",", the chance being the sign test's for its wins.
   const cpu::Tuning& tuning = cpu::float_tuning(runtime::team_size());
-  out << ";tuning_threads=" << tuning.threads << ";tuning_isa=" << tuning.kernel->isa << ";tuning_tile=" << tuning.kernel->mr << "x" << tuning.kernel->nr
+  out << ";tuning_threads=" << tuning.threads << ";tuning_isa=" << tuning.kernel->isa
+      << ";tuning_tile=" << tuning.kernel->mr << "x" << tuning.kernel->nr
       << ";tuning_kc=" << tuning.blocking.kc << ";tuning_mc=" << tuning.blocking.mc
       << ";tuning_nc=" << tuning.blocking.nc << ";tuning_reason=" << tuning.reason
       << ";tuning_seconds=" << tuning.seconds << ";tuning_rounds=" << tuning.rounds << ";tuning_candidates=";
