@@ -5,9 +5,10 @@
 // FMAs and how its prefetchers follow the panels. So at the first product on
 // each thread count the library times a few candidates on one product, on
 // those threads (what wins on one core need not win on two), and keeps the
-// fastest, but moves off the default only for a clear gain: faster in the median by
-// kTuningMinGain, and faster in so many rounds (each round times every
-// candidate once) that noise alone would seldom do it (kTuningMaxNoiseChance).
+// fastest, but moves off the default only for a clear gain: faster in the
+// median by kTuningMinGain, and faster in so many rounds (each round times
+// every candidate once) that noise alone would seldom do it
+// (kTuningMaxNoiseChance).
 // On a loaded machine a few slow time slices can move a median; they seldom
 // make one candidate win round after round. Candidates that run the same
 // code on the search's product are timed once: with several threads sharing
