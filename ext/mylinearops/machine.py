@@ -200,7 +200,8 @@ def cpu_clock_ghz(seconds: float = 0.02) -> float:
 def last_gemm_plan() -> dict[str, object]:
     """What the last `packed` (or `auto`) CPU product on this thread did: micro-kernel,
     cache blocks, thread grid, the rows of C a thread takes at a time (``row_block``: the
-    threads that share panels of B take such blocks as they finish), whether A and B were
+    threads that share panels of B take such blocks as they finish, and smaller ones near the
+    end; ``row_blocks_taken``: how many, by all threads in all k blocks), whether A and B were
     packed, whether a ragged last panel of columns was computed in place with masked loads
     and stores (``partial_tiles``, AVX-512's tiles), how many elements of A and B were
     copied into panels, and how many cache lines of packed B the micro-kernels pulled toward

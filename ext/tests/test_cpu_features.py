@@ -156,11 +156,13 @@ def test_results_do_not_depend_on_the_thread_count(shape):
     assert all(torch.equal(results[0], r) for r in results[1:])
 
 
-@pytest.mark.parametrize("m", [1024, 1000, 2000])
+@pytest.mark.parametrize("m", [1024, 1000, 2000, 600])
 def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
     # The threads that share panels of B are dealt blocks of rows as they finish: about 8
-    # each, at most mc rows, at least 8 row panels. Who computes which block never changes
-    # a bit of C, and every element of A is still packed once.
+    # each, at most mc rows, at least 8 row panels; near the end, a quarter of the rows left
+    # (two threads), at least 2 row panels, where each thread has 4 blocks or more. Who
+    # computes which block never changes a bit of C, and every element of A is still packed
+    # once.
     torch.manual_seed(0)
     k, n = 300, 400
     A, B = torch.randn(m, k), torch.randn(k, n)
@@ -175,6 +177,16 @@ def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
     mr, blocks = plan["mr"], -(-m // plan["row_block"])
     assert plan["row_block"] % mr == 0 and min(8 * mr, plan["mc"]) <= plan["row_block"] <= plan["mc"], plan
     assert blocks >= 12 or plan["row_block"] in (8 * mr, plan["mc"]), plan  # about 8 per thread
+    shrinks = m >= 8 * plan["row_block"]  # 4 blocks or more per thread
+    assert shrinks or m < 1000, plan  # 600: fewer than 4 blocks each with 12-row panels
+    sizes = []
+    while sum(sizes) < m:
+        left = m - sum(sizes)
+        quarter = -(-left // (4 * mr)) * mr  # a quarter of the rows left, in whole row panels
+        sizes.append(min(left, max(2 * mr, min(plan["row_block"], quarter)) if shrinks else plan["row_block"]))
+    k_blocks = -(-k // plan["kc"])
+    assert plan["row_blocks_taken"] == k_blocks * len(sizes), (sizes, plan)
+    assert alone["row_blocks_taken"] == k_blocks * -(-m // alone["mc"])  # one thread: mc rows at a time
     assert plan["a_elements_packed"] == m * k and plan["b_elements_packed"] == k * n
     assert torch.equal(one, two)
 

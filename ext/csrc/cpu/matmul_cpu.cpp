@@ -285,6 +285,7 @@ struct GemmPlan {
   int threads = 0, row_groups = 0, col_groups = 0;
   bool pack_a = false, pack_b = false, partial_tiles = false;
   std::atomic<int64_t> a_elements_packed{0}, b_elements_packed{0}, b_lines_prefetched{0};
+  std::atomic<int64_t> row_blocks_taken{0}; // by all threads, in all k blocks
 };
 thread_local GemmPlan last_plan;
 
@@ -305,7 +306,8 @@ thread_local GemmPlan last_plan;
 // down (on a shared or virtual machine, for seconds at a time) takes fewer
 // blocks, instead of the others waiting for it at the end. So the threads of
 // a column group take blocks of mc rows, or fewer where that gives about 8
-// per thread, never cut below 8 MR (each block walks all of B's panels).
+// per thread, never cut below 8 MR (each block walks all of B's panels),
+// and smaller ones at the end, so that they finish together.
 // Two B buffers alternate, so one barrier per block suffices: a thread can
 // pack block s+1 only after every thread has finished computing block s-1.
 // Products with few rows skip the packing (see "What to pack").
@@ -347,14 +349,12 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   T* const b_packs = scratch<T>(kPackedB, 2 * b_buffer);
   T* const a_packs = scratch<T>(kPackedA, threads * a_buffer);
   T* const edges = scratch<T>(kEdgeTile, static_cast<size_t>(threads) * MR * NR);
-  // Per column group, the counter that deals out its blocks of rows. It
-  // only grows: in each k block every thread draws until it draws past the
-  // last block, one draw too many, so the next k block's draws start
-  // row_groups past this one's blocks.
-  struct alignas(64) RowBlockCounter { // a cache line each: the column groups' threads do not contend
-    std::atomic<int64_t> next{0};
+  // Per column group, the count of rows dealt out. It only grows: each k
+  // block deals out its m rows, counting on from where the last one stopped.
+  struct alignas(64) RowCounter { // a cache line each: the column groups' threads do not contend
+    std::atomic<int64_t> dealt{0};
   };
-  std::vector<RowBlockCounter> row_block_counters(threads);
+  std::vector<RowCounter> row_counters(threads);
 
   // What to pack. Packing costs a copy of each operand and pays back through
   // reuse: a panel of B serves every row panel of C, a panel of A every
@@ -391,7 +391,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   plan.kc = kc_max, plan.mc = mc_max, plan.nc = nc_max, plan.pack_a = pack_a_now, plan.pack_b = pack_b_now;
   plan.row_block = 0;
   plan.partial_tiles = partial_tiles;
-  plan.a_elements_packed = 0, plan.b_elements_packed = 0, plan.b_lines_prefetched = 0;
+  plan.a_elements_packed = 0, plan.b_elements_packed = 0, plan.b_lines_prefetched = 0, plan.row_blocks_taken = 0;
 
   auto work = [&](int thread, int threads) {
     const int64_t col_step = partial_tiles ? uk.partial_step : NR;
@@ -410,10 +410,32 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
     const int64_t row_block = grid.row_groups == 1
         ? mc_max
         : std::min(mc_max, std::max(kMinRowBlockPanels * MR, round_up(ceil_div(m, kRowBlocksPerThread * grid.row_groups), MR)));
-    const int64_t row_blocks = ceil_div(m, row_block);
     if (thread == 0) plan.row_block = row_block;
-    std::atomic<int64_t>& next_row_block = row_block_counters[col_group].next;
-    int64_t first_draw = 0; // the counter's value at the start of this k block
+    std::atomic<int64_t>& rows_dealt = row_counters[col_group].dealt;
+    int64_t k_block_start = 0; // the counter's value at the start of this k block
+    int64_t blocks_taken = 0;
+    // The next block of rows for this thread: [begin, begin + rows). Whole
+    // blocks while many are left; then, where threads share the rows in 4
+    // blocks each or more, a 1/(2 row_groups) share of what is left, down to
+    // 2 MR rows: the threads finish together instead of one waiting through
+    // the other's last whole block. With fewer blocks, the smaller ones cost
+    // more than the wait they save.
+    const bool shrink_at_end = grid.row_groups > 1 && m >= 4 * grid.row_groups * row_block;
+    auto take_rows = [&](int64_t& begin, int64_t& rows) {
+      int64_t dealt = rows_dealt.load(std::memory_order_relaxed);
+      for (;;) {
+        const int64_t done = dealt - k_block_start, left = m - done;
+        if (left <= 0) return false;
+        rows = !shrink_at_end
+            ? row_block
+            : std::clamp(round_up(ceil_div(left, 2 * grid.row_groups), MR), static_cast<int64_t>(2 * MR), row_block);
+        rows = std::min(rows, left);
+        if (rows_dealt.compare_exchange_weak(dealt, dealt + rows, std::memory_order_relaxed)) {
+          begin = done, ++blocks_taken;
+          return true;
+        }
+      }
+    };
     T* a_pack = a_packs + thread * a_buffer;
     T* edge = edges + thread * MR * NR;
     int64_t block = 0;
@@ -441,9 +463,8 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
 #pragma omp barrier
         }
 #endif
-        for (int64_t r = next_row_block.fetch_add(1) - first_draw; r < row_blocks;
-             r = next_row_block.fetch_add(1) - first_draw) {
-          const int64_t i0 = r * row_block, mc = std::min(row_block, m - i0);
+        int64_t i0 = 0, mc = 0;
+        while (take_rows(i0, mc)) {
           // A is read in place unless packing pays (see above); a ragged last
           // panel of rows is always packed, zero-padded, so the micro-kernel
           // never reads past the last row.
@@ -463,7 +484,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
             // next one, or after the last the first again, for the next block
             // of rows), which is likely still in L3 or in the other core's
             // cache: every call here pulls its share of it toward L2.
-            const int64_t next_q = q + 1 < group_panels ? q + 1 : (r + 1 < row_blocks ? 0 : -1);
+            const int64_t next_q = q + 1 < group_panels ? q + 1 : (i0 + mc < m ? 0 : -1);
             const char* next_panel = (pack_b_now && next_q >= 0) ? reinterpret_cast<const char*>(b_pack + next_q * NR * kc) : nullptr;
             // Call c takes lines [c * lines / calls, (c + 1) * lines / calls),
             // counted up without a division per call (at k = 10, three
@@ -504,12 +525,13 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
             }
           }
         }
-        first_draw += row_blocks + grid.row_groups;
+        k_block_start += m;
       }
     }
     plan.a_elements_packed += a_packed;
     plan.b_elements_packed += b_packed;
     plan.b_lines_prefetched += b_prefetched;
+    plan.row_blocks_taken += blocks_taken;
   };
 
 #ifdef _OPENMP
@@ -634,7 +656,8 @@ std::string cpu_last_gemm_plan() {
       ";partial_tiles=" + std::to_string(p.partial_tiles) +
       ";a_elements_packed=" + std::to_string(p.a_elements_packed.load()) +
       ";b_elements_packed=" + std::to_string(p.b_elements_packed.load()) +
-      ";b_lines_prefetched=" + std::to_string(p.b_lines_prefetched.load());
+      ";b_lines_prefetched=" + std::to_string(p.b_lines_prefetched.load()) +
+      ";row_blocks_taken=" + std::to_string(p.row_blocks_taken.load());
 }
 
 template <typename T>
