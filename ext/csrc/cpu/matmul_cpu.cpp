@@ -426,9 +426,9 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
       for (;;) {
         const int64_t done = dealt - k_block_start, left = m - done;
         if (left <= 0) return false;
-        rows = !shrink_at_end
-            ? row_block
-            : std::clamp(round_up(ceil_div(left, 2 * grid.row_groups), MR), static_cast<int64_t>(2 * MR), row_block);
+        rows = shrink_at_end
+            ? std::clamp(round_up(ceil_div(left, 2 * grid.row_groups), MR), static_cast<int64_t>(2 * MR), row_block)
+            : row_block;
         rows = std::min(rows, left);
         if (rows_dealt.compare_exchange_weak(dealt, dealt + rows, std::memory_order_relaxed)) {
           begin = done, ++blocks_taken;
