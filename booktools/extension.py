@@ -176,6 +176,12 @@ def newest_results(device: str) -> dict | None:
     return max(reports, key=lambda report: report["machine"]["date_utc"], default=None)
 
 
+def cpu_name(cpu: dict) -> str:
+    """A CPU as the book names it (`cpu` as mylinearops.cpu_identity() reports it): its model
+    name, and its core's name where known ("AMD EPYC, Zen 4"; Intel's CPUs by model name alone)."""
+    return f"{cpu['model_name']}, {cpu['core']}" if cpu.get("core") else cpu["model_name"]
+
+
 def _forward(report: dict, m: int, k: int, n: int) -> dict:
     row = next((r for r in report["results"] if r["kind"] == "forward" and (r["m"], r["k"], r["n"]) == (m, k, n)), None)
     return row["variants"] if row else {}
@@ -200,7 +206,7 @@ def recorded_machines(device: str = "cpu") -> list[dict]:
             peak = (isa, peaks[str(threads)])
         cpu = machine.get("cpu")
         if isinstance(cpu, dict):
-            label = f"{cpu['model_name']}, {cpu['core'] or cpu['vendor']} (family {cpu['family']}, model {cpu['model']})"
+            label = f"{cpu_name(cpu)} (family {cpu['family']}, model {cpu['model']})"
         else:
             label = machine.get("label", str(cpu))
         out.append({
