@@ -220,11 +220,11 @@ void pack_b(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc
   if (g.b_stride1 == 1) {
     // Row-major: kPackRows rows of B at a time, panel by panel, so that each
     // panel is written in one run per chunk while the chunk's rows stay in
-    // L1. Dealing each row out to all the panels, the writes hopped between
-    // panels: on one thread of a Xeon, a B already in L2 took about 1.6
-    // times as long to pack (one in memory, about as long). On two threads
-    // both orders took as long: there each thread's writes wait for the
-    // other core to give up the lines of the buffer it read last time.
+    // L1. Dealing each row out to all the panels made the writes hop between
+    // panels: on one thread of a Xeon, packing a B already in L2 took about
+    // 1.6 times as long that way. The two orders took about as long for a B
+    // read from memory, and on two threads, where each thread's writes wait
+    // for the other core to give up the lines of the buffer it read last time.
     constexpr int64_t kPackRows = 16;
     for (int64_t p = 0; p < kc; p += kPackRows) {
       const int64_t rows = std::min(kPackRows, kc - p);
