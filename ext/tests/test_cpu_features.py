@@ -178,7 +178,7 @@ def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
     assert plan["row_block"] % mr == 0 and min(8 * mr, plan["mc"]) <= plan["row_block"] <= plan["mc"], plan
     assert blocks >= 12 or plan["row_block"] in (8 * mr, plan["mc"]), plan  # about 8 per thread
     shrinks = m >= 8 * plan["row_block"]  # 4 blocks or more per thread
-    assert shrinks or m < 1000, plan  # 600 rows in 12-row panels: fewer than 4 blocks each
+    assert shrinks or m < 1000, plan  # 600 rows may give fewer than 4 blocks each (12-row panels do)
     sizes = []
     while sum(sizes) < m:
         left = m - sum(sizes)
