@@ -66,7 +66,8 @@ def test_preferred_microkernel_is_usable_and_explained():
 
 def test_plan_packs_each_operand_once_per_call():
     torch.set_num_threads(2)
-    m = k = n = 700  # several kc blocks and mc blocks, more rows than the small-matrix path takes
+    # Several mc blocks, and more rows than any in-place limit the search can pick.
+    m = k = n = max(in_place_trial_rows()) + 100
     A, B = torch.randn(m, k), torch.randn(k, n)
     C = mylinearops.matmul(A, B)
     plan = mylinearops.last_gemm_plan()
@@ -82,7 +83,9 @@ def test_each_packed_panel_of_b_is_prefetched_before_the_calls_that_start_on_it(
     # is every panel but the first, in each block of rows, and the first again between blocks.
     torch.set_num_threads(1)
     try:
-        m, k, n = 600, 64, 200  # one k block; several blocks of rows; one ragged panel of columns
+        # One k block; several blocks of rows, more than any in-place limit; one ragged panel
+        # of columns.
+        m, k, n = max(in_place_trial_rows()) + 100, 64, 200
         A, B = torch.randn(m, k), torch.randn(k, n)
         C = mylinearops.matmul(A, B)
         plan = mylinearops.last_gemm_plan()
@@ -117,15 +120,18 @@ def l1d_set_span() -> int:
 @pytest.mark.parametrize(
     "rows, k, n, packs_a",
     [
-        (784, 128, 96, True),  # a weight gradient X^T dY: column-major A, k = the batch
-        (256, 128, 96, "rule"),  # the second layer's (256 inputs): the in-place rows decide
+        (784, 128, 96, "rule"),  # weight gradients X^T dY (column-major A, k the batch) of the
+        (256, 128, 96, "rule"),  # MLP's first and second layers: the searched in-place rows decide
         (600, 200, 8, False),  # C one tile wide: each panel of A serves one call, read in place
         (1024, 128, 8, None),  # columns 4 KiB apart: packed where that is a multiple of L1's set span
     ],
 )
-def test_column_major_a_is_packed_unless_c_is_one_tile_wide(rows, k, n, packs_a):
+def test_column_major_a_is_packed_unless_few_rows_or_c_one_tile_wide(rows, k, n, packs_a):
     torch.manual_seed(0)
-    few_rows = rows <= mylinearops.tuning_info()["in_place_rows"]["column_major"]  # both read in place
+    limit, t = mylinearops.tuning_info()["in_place_rows"]["column_major"], tuning_limits()
+    if k > t["kInPlaceColumnMajorTrialK"] or n > t["kInPlaceTrialSize"]:  # unlike the search's trials
+        limit = default_in_place_rows()
+    few_rows = rows <= limit  # both read in place
     if packs_a is None:
         packs_a = (rows * 4) % l1d_set_span() == 0
     elif packs_a == "rule":
@@ -158,9 +164,9 @@ def test_results_do_not_depend_on_the_thread_count(shape):
 
 @pytest.mark.parametrize("m", [1024, 1000, 2000, 600])
 def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
-    # The threads that share panels of B are dealt blocks of rows as they finish: about 8
-    # each, at most mc rows, at least 8 row panels; near the end, a quarter of the rows left
-    # (two threads), at least 2 row panels, where each thread has 4 blocks or more. Who
+    # The threads that share panels of B are dealt blocks of rows as they finish: as many
+    # each, up to 8, at most mc rows, at least 8 row panels; near the end, a quarter of the
+    # rows left (two threads), at least 2 row panels, where each thread has 4 blocks or more. Who
     # computes which block never changes a bit of C, and every element of A is still packed
     # once.
     torch.manual_seed(0)
@@ -176,8 +182,9 @@ def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
     assert plan["row_groups"] == 2, plan  # this shape: the two threads share B
     mr, blocks = plan["mr"], -(-m // plan["row_block"])
     assert plan["row_block"] % mr == 0 and min(8 * mr, plan["mc"]) <= plan["row_block"] <= plan["mc"], plan
-    assert blocks >= 12 or plan["row_block"] in (8 * mr, plan["mc"]), plan  # about 8 per thread
+    assert blocks <= 16 or plan["row_block"] == plan["mc"], plan
     shrinks = m >= 8 * plan["row_block"]  # 4 blocks or more per thread
+    assert shrinks or blocks % 2 == 0 or plan["row_block"] == plan["mc"], plan  # as many each
     assert shrinks or m < 1000, plan  # 600 rows may give fewer than 4 blocks each (12-row panels do)
     sizes = []
     while sum(sizes) < m:
@@ -723,8 +730,8 @@ def test_in_place_rule_is_what_its_trials_showed(searched):
 
 
 # Products at the in-place limit and one row past it (or at the rows in ROWS), A in both
-# layouts (a column-major A is X^T), wider than any tile; what each packed, and C as a hash
-# of its bytes.
+# layouts (a column-major A is X^T), wider than any tile and no larger in k and n than the
+# search's trials; what each packed, and C as a hash of its bytes.
 IN_PLACE_CHILD = """
 import hashlib, json, torch, mylinearops
 limits = mylinearops.tuning_info()["in_place_rows"]
@@ -733,8 +740,8 @@ out = {"limits": limits, "runs": []}
 for layout, ms in rows.items():
     for m in ms:
         g = torch.Generator().manual_seed(m)
-        A = torch.randn(m, 200, generator=g) if layout == "row_major" else torch.randn(200, m, generator=g).mT
-        C = mylinearops.matmul(A, torch.randn(200, 300, generator=g))
+        A = torch.randn(m, 100, generator=g) if layout == "row_major" else torch.randn(100, m, generator=g).mT
+        C = mylinearops.matmul(A, torch.randn(100, 200, generator=g))
         plan = mylinearops.last_gemm_plan()
         out["runs"].append({"layout": layout, "rows": m, "pack_a": plan["pack_a"], "pack_b": plan["pack_b"],
                             "C": hashlib.sha256(C.numpy().tobytes()).hexdigest()})
@@ -764,6 +771,27 @@ def test_products_follow_the_in_place_rule_and_switches_override_it():
     assert len(searched["runs"]) == len(always["runs"])
     for mine, packed in zip(searched["runs"], always["runs"]):
         assert (mine["layout"], mine["rows"], mine["C"]) == (packed["layout"], packed["rows"], packed["C"])
+
+
+def test_in_place_limits_hold_only_for_products_like_the_trials():
+    # The searched limits cover products no deeper (k) and no wider (n) than the ones the
+    # search timed; past either, the default limit holds. And however few its rows, a product
+    # packs a B whose rows lie a multiple of L1's set span apart (they would share one set).
+    torch.manual_seed(0)
+    limits, t = mylinearops.tuning_info()["in_place_rows"], tuning_limits()
+    size, column_k, m = int(t["kInPlaceTrialSize"]), int(t["kInPlaceColumnMajorTrialK"]), default_in_place_rows() + 1
+    for layout, deepest in (("row_major", size), ("column_major", column_k)):
+        for k, n, like_trials in ((deepest, size, True), (deepest + 8, 200, False), (100, size + 8, False)):
+            A = torch.randn(m, k) if layout == "row_major" else torch.randn(k, m).mT
+            C = mylinearops.matmul(A, torch.randn(k, n))
+            plan = mylinearops.last_gemm_plan()
+            packs = not (like_trials and m <= limits[layout])
+            assert (plan["pack_a"], plan["pack_b"]) == (packs, packs), (layout, k, n, limits, plan)
+    A, B = torch.randn(128, 200), torch.randn(200, l1d_set_span() // 4)
+    C = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    assert plan["pack_a"] and plan["pack_b"], plan
+    assert_close_to_reference(C, reference(A, B), 200)
 
 
 def test_in_place_search_is_skipped_where_a_switch_decides():

@@ -84,10 +84,10 @@ def test_strided_inputs(algo, dtype):
 @pytest.mark.parametrize("algo", [a for a in CPU_ALGOS if a.startswith("packed")])
 @pytest.mark.parametrize("k", [1, 3, 4, 6, 69])
 def test_packed_row_major_a_any_row_stride_and_k(algo, k):
-    # 520 rows, more than the tuned rule ever reads in place (tuning.h): A is packed, in 4 x 4
+    # 1040 rows, more than the tuned rule ever reads in place (tuning.h): A is packed, in 4 x 4
     # blocks through registers where the tile's MR allows and the last k % 4 columns element
     # by element, from rows k + 5 floats apart.
-    wide, B = torch.randn(520, k + 5), torch.randn(k, 100)  # wider than any tile
+    wide, B = torch.randn(1040, k + 5), torch.randn(k, 100)  # wider than any tile
     for name, A in [("column slice", wide[:, :k]), ("storage offset", wide[:, 5:])]:
         out = mylinearops.matmul(A, B, algo=algo)
         assert mylinearops.last_gemm_plan()["pack_a"], name

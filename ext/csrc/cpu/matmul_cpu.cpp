@@ -270,21 +270,27 @@ int64_t round_up(int64_t a, int64_t b) {
 // whole steps of col_step (column_range below). The grid minimises a rough
 // time per thread: its multiply-adds, plus every element it packs counted as
 // kCopyCost of them (a copy moves one element per cycle, the FMA units do 16
-// or more multiply-adds per cycle).
+// or more multiply-adds per cycle), and every element of B it reads from
+// panels that other threads packed as kShareCost (those lines come from the
+// other cores' caches: on a Zen 4, two threads that shared the panels of a
+// 128 x 256 x 784 product took 1.2 times as long as two that packed their own).
+// Rows are dealt out as threads finish, so a row group computes about its
+// share of the row panels.
 struct ThreadGrid {
   int row_groups, col_groups;
 };
 
 ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int64_t col_step, bool pack_a, bool pack_b) {
-  constexpr int64_t kCopyCost = 16;
+  constexpr int64_t kCopyCost = 16, kShareCost = 8;
   ThreadGrid best{1, threads};
   int64_t best_cost = INT64_MAX;
   for (int rows = 1; rows <= threads; ++rows) {
     if (threads % rows != 0) continue;
     const int cols = threads / rows;
-    const int64_t my_rows = ceil_div(ceil_div(m, MR), rows) * MR, my_cols = ceil_div(ceil_div(n, col_step), cols) * col_step;
+    const int64_t my_rows = ceil_div(round_up(m, MR), rows), my_cols = ceil_div(ceil_div(n, col_step), cols) * col_step;
     const int64_t copies = (pack_a ? my_rows * k : 0) + (pack_b ? my_cols * k / rows : 0);
-    const int64_t cost = my_rows * my_cols * k + kCopyCost * copies;
+    const int64_t shared = pack_b ? my_cols * k * (rows - 1) / rows : 0;
+    const int64_t cost = my_rows * my_cols * k + kCopyCost * copies + kShareCost * shared;
     if (cost < best_cost) best = {rows, cols}, best_cost = cost;
   }
   return best;
@@ -334,9 +340,10 @@ thread_local GemmPlan last_plan;
 // Dealt out, not split in advance: a thread that another program slows
 // down (on a shared or virtual machine, for seconds at a time) takes fewer
 // blocks, instead of the others waiting for it at the end. So the threads of
-// a column group take blocks of mc rows, or fewer where that gives about 8
-// per thread, never cut below 8 MR (each block walks all of B's panels),
-// and smaller ones at the end, so that they finish together.
+// a column group take blocks of mc rows, or fewer, sized to give each thread
+// as many, up to 8, of 8 row panels or more where the rows allow (each block
+// walks all of B's panels); and smaller ones at the end, so that they finish
+// together.
 // Two B buffers alternate, so one barrier per block suffices: a thread can
 // pack block s+1 only after every thread has finished computing block s-1.
 // Products with few rows skip the packing (see "What to pack").
@@ -349,13 +356,9 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   // equal blocks (with kc = 1024, k = 1100 becomes 552 + 548, not 1024 + 76:
   // a thin last block would cost a whole pass over C for little work).
   const int64_t mc_max = blocks.mc;
-  // Few rows: read A and B in place (see "What to pack" below). How many is
-  // few depends on A's layout and is measured (in_place). MYLINEAROPS_PACK=
-  // always|never overrides the rule, to measure it.
-  const bool a_column_major = g.a_stride0 == 1 && g.a_stride1 != 1;
-  const int64_t in_place_rows = a_column_major ? in_place.column_major : in_place.row_major;
+  // MYLINEAROPS_PACK=always|never overrides the rule of "What to pack" below,
+  // to measure it.
   const cpu::PackMode pack_mode = cpu::pack_mode();
-  const bool small = pack_mode == cpu::PackMode::Never || (pack_mode == cpu::PackMode::Auto && m <= in_place_rows);
   const int64_t kc_max = round_up(ceil_div(k, ceil_div(k, blocks.kc)), 8);
   const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, blocks.nc)), NR);
 
@@ -389,20 +392,32 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
   // reuse: a panel of B serves every row panel of C, a panel of A every
   // column panel. When C has few rows (the MLP's batch of 128), a panel of B
   // serves only a handful of micro-kernel calls, and both operands are read
-  // in place, as in BLIS's small-matrix ("sup") path: up to 255 rows, or more
-  // where the tuning search timed it faster, for each layout of A apart.
+  // in place, as in BLIS's small-matrix ("sup") path: up to 255 rows, or up
+  // to as many as the tuning search timed reading in place faster, for each
+  // layout of A apart, in products no deeper (k) and no wider (n) than the
+  // ones it timed. Not when B's rows lie a multiple of L1's set span apart (a
+  // 1024-wide float matrix: 4 KiB): the k rows of a panel then fall in one
+  // set, and on a Zen 4 a product of 128 x 1024 x 1024 read in place took
+  // 1.5 times as long as packed.
   // B must be packed when its rows are not contiguous (the micro-kernel
   // loads vectors along them), A when neither of its strides is 1.
-  // A column-major A with many rows (a weight gradient's X^T, k the batch) is
+  // A column-major A (a weight gradient's X^T, k the batch) with more rows is
   // packed like a row-major one: its MR elements of a k step are adjacent, so
   // the copy is one short run per step; read in place, its steps lie a row of
-  // X apart, and on two threads of a Xeon that measured slower.
+  // X apart.
   // Either layout is read in place whatever the rows when C is no wider than
   // one tile (the MLP's 10 classes): each panel of A then serves a single
   // micro-kernel call, and a copy would be read once. Not when the steps of a
-  // panel (its rows, or its columns) lie a multiple of L1's set span apart (a
-  // 1024-wide float matrix: 4 KiB), which would put all of them in one set.
+  // panel (its rows, or its columns) lie a multiple of L1's set span apart,
+  // which would put all of them in one set.
   const int64_t set_span = cpu::cache_sizes().l1d_set_span;
+  const bool a_column_major = g.a_stride0 == 1 && g.a_stride1 != 1;
+  const bool within_trials = k <= (a_column_major ? cpu::kInPlaceColumnMajorTrialK : cpu::kInPlaceTrialSize) &&
+      n <= cpu::kInPlaceTrialSize;
+  const int64_t in_place_rows = !within_trials ? cpu::kInPlaceRows : a_column_major ? in_place.column_major : in_place.row_major;
+  const bool b_rows_share_a_set = g.b_stride1 == 1 && (g.b_stride0 * static_cast<int64_t>(sizeof(T))) % set_span == 0;
+  const bool small = pack_mode == cpu::PackMode::Never ||
+      (pack_mode == cpu::PackMode::Auto && m <= in_place_rows && !b_rows_share_a_set);
   const int64_t a_lead = g.a_stride1 == 1 ? g.a_stride0 : g.a_stride1; // between the steps of a panel
   const bool one_tile_wide_a = (g.a_stride0 == 1 || g.a_stride1 == 1) && n <= NR &&
       (a_lead * static_cast<int64_t>(sizeof(T))) % set_span != 0;
@@ -434,11 +449,17 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
     if (thread == 0) plan.threads = threads, plan.row_groups = grid.row_groups, plan.col_groups = grid.col_groups;
     int64_t a_packed = 0, b_packed = 0, b_prefetched = 0;
     const int row_group = thread / grid.col_groups, col_group = thread % grid.col_groups;
-    // A thread alone in its column group takes its rows mc at a time.
+    // A thread alone in its column group takes its rows mc at a time. Threads
+    // that share them take as many blocks each (see above): 128 rows in 6-row
+    // panels on two threads are 66 + 62, where blocks of 8 panels gave one
+    // thread 80 rows and the other 48 (and a 128 x 256 x 784 product 1.2 times
+    // the time on a Zen 4).
     constexpr int64_t kRowBlocksPerThread = 8, kMinRowBlockPanels = 8;
+    const int64_t row_panels = ceil_div(m, MR);
+    const int64_t blocks_per_thread = std::clamp<int64_t>(row_panels / (kMinRowBlockPanels * grid.row_groups), 1, kRowBlocksPerThread);
     const int64_t row_block = grid.row_groups == 1
         ? mc_max
-        : std::min(mc_max, std::max(kMinRowBlockPanels * MR, round_up(ceil_div(m, kRowBlocksPerThread * grid.row_groups), MR)));
+        : std::min(mc_max, ceil_div(row_panels, blocks_per_thread * grid.row_groups) * MR);
     if (thread == 0) plan.row_block = row_block;
     std::atomic<int64_t>& rows_dealt = row_counters[col_group].dealt;
     int64_t k_block_start = 0; // the counter's value at the start of this k block

@@ -264,6 +264,7 @@ std::string search_in_place(Tuning& t, Isa isa) {
   }
   if (isa == Isa::Generic) return "the portable micro-kernel: the default (not searched)";
   constexpr int64_t k = kInPlaceTrialSize, n = kInPlaceTrialSize;
+  static_assert(kInPlaceColumnMajorTrialK <= k, "the trials' buffers hold k steps");
   constexpr int64_t max_rows = kInPlaceTrialRows[std::size(kInPlaceTrialRows) - 1]; // ascending
   constexpr size_t trials = 2 * std::size(kInPlaceTrialRows);
   const CacheAlignedArray<float> a = cache_aligned_array<float>(max_rows * k), b = cache_aligned_array<float>(k * n),
@@ -296,9 +297,9 @@ std::string search_in_place(Tuning& t, Isa isa) {
   for (const bool column_major : {false, true}) {
     int64_t& limit = column_major ? t.in_place.column_major : t.in_place.row_major;
     for (const int64_t rows : kInPlaceTrialRows) {
-      // A column-major A is a weight gradient's X^T: X is k x rows, row-major.
+      // A column-major A is a weight gradient's X^T: X is batch x rows, row-major.
       const GemmArgs<float> args = column_major
-          ? GemmArgs<float>{rows, n, k, a.get(), 1, rows, b.get(), n, 1, nullptr, 0, c.get()}
+          ? GemmArgs<float>{rows, n, kInPlaceColumnMajorTrialK, a.get(), 1, rows, b.get(), n, 1, nullptr, 0, c.get()}
           : GemmArgs<float>{rows, n, k, a.get(), k, 1, b.get(), n, 1, nullptr, 0, c.get()};
       const TileChoice tile = tile_for_product(t, rows, n);
       int reps = 1; // products per timing, enough to outlast the clock's resolution

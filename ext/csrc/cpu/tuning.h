@@ -83,17 +83,23 @@ constexpr double kTuningMinGain = 1.03;
 constexpr double kTuningMaxNoiseChance = 0.05;
 
 // The in-place rule, searched after the tile: for each layout of A, products
-// of kInPlaceTrialRows rows in turn (k and n kInPlaceTrialSize), packed
-// against read in place, under the same two tests. The rule reads in place
-// up to the last row count at which reading in place passed them, and no
-// further once it fails (more rows give packing more reuse). Each trial
-// times rounds of products a quarter of a millisecond long until it has used its share
-// of kInPlaceBudgetSeconds (at least kTuningMinRounds, at most
-// kInPlaceMaxRounds: small products leave room for more rounds, and more
-// rounds let the sign test see a smaller gain through the noise).
-constexpr int64_t kInPlaceTrialRows[] = {256, 384, 512};
+// of kInPlaceTrialRows rows in turn (n kInPlaceTrialSize, and so is k for a
+// row-major A; a column-major one is a weight gradient's X^T, whose k is the
+// batch: kInPlaceColumnMajorTrialK), packed against read in place, under the
+// same two tests. The rule reads in place up to the last row count at which
+// reading in place passed them, and no further once it fails (more rows give
+// packing more reuse), in products no deeper and no wider than the trials.
+// Each trial times rounds of products a quarter of a millisecond long until
+// it has used its share of kInPlaceBudgetSeconds (at least kTuningMinRounds,
+// at most kInPlaceMaxRounds: small products leave room for more rounds, and
+// more rounds let the sign test see a smaller gain through the noise).
+// The counts reach past 784 (an MNIST MLP's weight gradient is 784 rows of a
+// column-major X^T), and stop short of 1024 rows, whose column-major steps
+// lie 4 KiB apart: in one set of L1 on the CPUs measured here.
+constexpr int64_t kInPlaceTrialRows[] = {256, 384, 512, 768, 1000};
 constexpr int64_t kInPlaceTrialSize = 256;
-constexpr double kInPlaceBudgetSeconds = 0.1;
+constexpr int64_t kInPlaceColumnMajorTrialK = 128;
+constexpr double kInPlaceBudgetSeconds = 0.15;
 constexpr int kInPlaceMaxRounds = 25;
 
 // The chance of at least `wins` heads in `rounds` fair coin flips.
