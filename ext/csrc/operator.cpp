@@ -276,6 +276,11 @@ std::string cpu_info() {
         << trial.packed_seconds << "/" << trial.in_place_seconds << "/" << trial.wins << "/" << trial.rounds << "/"
         << trial.same_result;
   }
+  // The sharing rule, and its trial as "shared seconds/own seconds/wins/rounds/same result".
+  const cpu::ShareTrial& share = tuning.share_trial;
+  out << ";tuning_share_b=" << tuning.share_b << ";tuning_share_reason=" << tuning.share_reason
+      << ";tuning_share_trial=" << share.shared_seconds << "/" << share.unshared_seconds << "/" << share.wins << "/"
+      << share.rounds << "/" << share.same_result;
   return out.str();
 }
 

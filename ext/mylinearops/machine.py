@@ -97,6 +97,11 @@ def cpu_info() -> dict[str, object]:
          "wins": int(wins), "rounds": int(rounds), "same_result": same == "1"}
         for layout, rows, packed, in_place, wins, rounds, same in (item.split("/") for item in str(tuning["in_place_trials"]).split(",") if item)
     ]
+    tuning["share_b"] = tuning["share_b"] == 1
+    tuning["share_reason"] = str(tuning["share_reason"])
+    shared, own, wins, rounds, same = str(tuning["share_trial"]).split("/")
+    tuning["share_trial"] = {"shared_seconds": float(shared), "own_seconds": float(own), "wins": int(wins),
+                             "rounds": int(rounds), "same_result": same == "1"}
     info["tuning"] = tuning
     return info
 
@@ -122,7 +127,14 @@ def tuning_info() -> dict[str, object]:
     them, per layout of A, and ``in_place_reason`` says why; ``in_place_trials`` lists the
     products it timed (``a_layout``, ``rows``, median ``packed_seconds`` and ``in_place_seconds``
     per product, ``wins`` of reading in place in ``rounds``, ``same_result``). Under
-    MYLINEAROPS_TUNING=off, or a MYLINEAROPS_PACK other than auto, it is not searched."""
+    MYLINEAROPS_TUNING=off, or a MYLINEAROPS_PACK other than auto, it is not searched.
+
+    Last, the sharing rule: ``share_b`` (True by default) is whether a product's threads may
+    split its rows and share the panels of B they pack, rather than each computing columns of
+    its own and packing their panels itself, and ``share_reason`` says why; ``share_trial`` is
+    its timing (median ``shared_seconds`` and ``own_seconds`` per product, ``wins`` of packing
+    its own in ``rounds``, 0 when not run, ``same_result``). Under MYLINEAROPS_TUNING=off, or on
+    one thread, it is not searched."""
     return cpu_info()["tuning"]
 
 

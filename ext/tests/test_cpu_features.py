@@ -72,8 +72,10 @@ def test_plan_packs_each_operand_once_per_call():
     C = mylinearops.matmul(A, B)
     plan = mylinearops.last_gemm_plan()
     assert plan["pack_a"] and plan["pack_b"] and plan["threads"] == 2
-    assert plan["a_elements_packed"] == m * k  # every element of A copied once, by one thread
-    assert plan["b_elements_packed"] == k * n  # and B too: shared by the threads, not copied per thread
+    # Every element of A copied once per column group, by one of its threads (threads that
+    # share B split A's rows), and of B once: a column group packs the panels of its columns.
+    assert plan["a_elements_packed"] == m * k * plan["col_groups"]
+    assert plan["b_elements_packed"] == k * n
     assert_close_to_reference(C, reference(A, B), k)
 
 
@@ -162,22 +164,34 @@ def test_results_do_not_depend_on_the_thread_count(shape):
     assert all(torch.equal(results[0], r) for r in results[1:])
 
 
+# One product on one thread and then on two, with the search off (so threads may share B);
+# both plans, and whether C came out the same to the bit.
+SHARING_CHILD = """
+import json, torch, mylinearops
+torch.manual_seed(0)
+A, B = torch.randn(M, K), torch.randn(K, N)
+torch.set_num_threads(1)
+one = mylinearops.matmul(A, B)
+alone = mylinearops.last_gemm_plan()
+torch.set_num_threads(2)
+two = mylinearops.matmul(A, B)
+print(json.dumps({"alone": alone, "plan": mylinearops.last_gemm_plan(), "same": torch.equal(one, two)}))
+"""
+
+
 @pytest.mark.parametrize("m", [1024, 1000, 2000, 600])
 def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
     # The threads that share panels of B are dealt blocks of rows as they finish: as many
     # each, up to 8, at most mc rows, at least 8 row panels; near the end, a quarter of the
     # rows left (two threads), at least 2 row panels, where each thread has 4 blocks or more. Who
     # computes which block never changes a bit of C, and every element of A is still packed
-    # once.
-    torch.manual_seed(0)
+    # once. Without the search, which may find that threads should not share B at all.
     k, n = 300, 400
-    A, B = torch.randn(m, k), torch.randn(k, n)
-    torch.set_num_threads(1)
-    one = mylinearops.matmul(A, B)
-    alone = mylinearops.last_gemm_plan()
-    torch.set_num_threads(2)
-    two = mylinearops.matmul(A, B)
-    plan = mylinearops.last_gemm_plan()
+    env = child_env({key: v for key, v in os.environ.items() if key not in TUNING_SWITCHES}, MYLINEAROPS_TUNING="off")
+    child = run_children([(f"M, K, N = {m}, {k}, {n}\n" + SHARING_CHILD, env)])[0]
+    assert child.returncode == 0, child.stderr
+    report = json.loads(child.stdout.splitlines()[-1])
+    alone, plan = report["alone"], report["plan"]
     assert alone["row_block"] == alone["mc"]  # one thread: its blocks of mc rows, as always
     assert plan["row_groups"] == 2, plan  # this shape: the two threads share B
     mr, blocks = plan["mr"], -(-m // plan["row_block"])
@@ -195,7 +209,7 @@ def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
     assert plan["row_blocks_taken"] == k_blocks * len(sizes), (sizes, plan)
     assert alone["row_blocks_taken"] == k_blocks * -(-m // alone["mc"])  # one thread: mc rows at a time
     assert plan["a_elements_packed"] == m * k and plan["b_elements_packed"] == k * n
-    assert torch.equal(one, two)
+    assert report["same"]
 
 
 def test_fma_loop_reports_the_work_it_did():
@@ -514,7 +528,7 @@ def run_tuning_children(envs: list[dict[str, str]]) -> list[dict]:
 def tuning_limits() -> dict[str, float]:
     """The search's limits as tuning.h declares them (kTuningBudgetSeconds, kInPlaceMaxRounds, ...)."""
     header = (EXT_DIR / "csrc" / "cpu" / "tuning.h").read_text()
-    return {name: float(value) for name, value in re.findall(r"(k(?:Tuning|InPlace)\w+) = ([\d.]+)", header)}
+    return {name: float(value) for name, value in re.findall(r"(k(?:Tuning|InPlace|Share)\w+) = ([\d.]+)", header)}
 
 
 def in_place_trial_rows() -> list[int]:
@@ -548,7 +562,7 @@ def searched():
 
 def test_tuning_search_is_bounded_and_picks_only_a_clear_gain(searched):
     t, limits = searched["tuning"], tuning_limits()
-    assert t["seconds"] <= 3 * (limits["kTuningBudgetSeconds"] + limits["kInPlaceBudgetSeconds"])
+    assert t["seconds"] <= 3 * (limits["kTuningBudgetSeconds"] + limits["kInPlaceBudgetSeconds"] + limits["kShareBudgetSeconds"])
     if t["isa"] == "generic" or t["reason"].startswith("not searched"):
         pytest.skip(f"no search here: {t['reason']}")
     default = searched["blocking"][t["isa"]]
@@ -729,6 +743,35 @@ def test_in_place_rule_is_what_its_trials_showed(searched):
         assert t["in_place_rows"][layout] == last_passed, (layout, t)
 
 
+def test_share_rule_is_what_its_trial_showed(searched):
+    t, limits = searched["tuning"], tuning_limits()
+    trial = t["share_trial"]
+    if trial["rounds"] == 0:  # one thread, the portable kernel, or a product that shares nothing
+        assert t["share_b"], t  # the default
+        pytest.skip(f"no trial here: {t['share_reason']}")
+    assert trial["same_result"], trial
+    assert limits["kTuningMinRounds"] <= trial["rounds"] <= limits["kInPlaceMaxRounds"], trial
+    own_wins = (
+        trial["own_seconds"] * limits["kTuningMinGain"] <= trial["shared_seconds"]
+        and sign_test_chance(trial["wins"], trial["rounds"]) <= limits["kTuningMaxNoiseChance"]
+    )
+    assert t["share_b"] == (not own_wins), t
+    assert ("each packs its own" in t["share_reason"]) == own_wins, t["share_reason"]
+
+
+def test_products_follow_the_share_rule():
+    # A square product shares B between its two threads where the rule allows it (the cost
+    # model picks row groups for it), and splits its columns where it does not.
+    torch.set_num_threads(2)
+    m = max(in_place_trial_rows()) + 100  # packed
+    A, B = torch.randn(m, m), torch.randn(m, m)
+    C = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    shared = mylinearops.tuning_info()["share_b"]
+    assert (plan["row_groups"], plan["col_groups"]) == ((2, 1) if shared else (1, 2)), (shared, plan)
+    assert_close_to_reference(C, reference(A, B), m)
+
+
 # Products at the in-place limit and one row past it (or at the rows in ROWS), A in both
 # layouts (a column-major A is X^T), wider than any tile and no larger in k and n than the
 # search's trials; what each packed, and C as a hash of its bytes.
@@ -736,7 +779,7 @@ IN_PLACE_CHILD = """
 import hashlib, json, torch, mylinearops
 limits = mylinearops.tuning_info()["in_place_rows"]
 rows = ROWS or {layout: [limit, limit + 1] for layout, limit in limits.items()}
-out = {"limits": limits, "runs": []}
+out = {"limits": limits, "share_b": mylinearops.tuning_info()["share_b"], "runs": []}
 for layout, ms in rows.items():
     for m in ms:
         g = torch.Generator().manual_seed(m)
@@ -766,6 +809,7 @@ def test_products_follow_the_in_place_rule_and_switches_override_it():
         assert (run["pack_a"], run["pack_b"]) == (not in_place, not in_place), (run, searched["limits"])
     # Off: the default rule. PACK=always: every product packed, whatever the limits say.
     assert off["limits"] == {"row_major": default_in_place_rows(), "column_major": default_in_place_rows()}
+    assert off["share_b"]  # and threads may share B
     assert all(run["pack_a"] and run["pack_b"] for run in always["runs"]), always
     # Packed or read in place, C is the same to the bit.
     assert len(searched["runs"]) == len(always["runs"])

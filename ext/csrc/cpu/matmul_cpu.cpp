@@ -275,16 +275,18 @@ int64_t round_up(int64_t a, int64_t b) {
 // other cores' caches: on a Zen 4, two threads that shared the panels of a
 // 128 x 256 x 784 product took 1.2 times as long as two that packed their own).
 // Rows are dealt out as threads finish, so a row group computes about its
-// share of the row panels.
+// share of the row panels. Where the tuning search timed sharing slower
+// (share_b false, tuning.h), the threads form column groups only.
 struct ThreadGrid {
   int row_groups, col_groups;
 };
 
-ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int64_t col_step, bool pack_a, bool pack_b) {
+ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int64_t col_step, bool pack_a, bool pack_b,
+                       bool share_b) {
   constexpr int64_t kCopyCost = 16, kShareCost = 8;
   ThreadGrid best{1, threads};
   int64_t best_cost = INT64_MAX;
-  for (int rows = 1; rows <= threads; ++rows) {
+  for (int rows = 1; rows <= (share_b ? threads : 1); ++rows) { // without sharing: column groups only
     if (threads % rows != 0) continue;
     const int cols = threads / rows;
     const int64_t my_rows = ceil_div(round_up(m, MR), rows), my_cols = ceil_div(ceil_div(n, col_step), cols) * col_step;
@@ -349,7 +351,7 @@ thread_local GemmPlan last_plan;
 // Products with few rows skip the packing (see "What to pack").
 template <typename T>
 void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu::Blocking& blocks,
-                 const cpu::InPlaceRows& in_place) {
+                 const cpu::InPlaceRows& in_place, bool share_b) {
   const int MR = uk.mr, NR = uk.nr;
   const int64_t m = g.m, n = g.n, k = g.k;
   // The cache blocks (from this CPU's caches, or tuned); k and n split into
@@ -439,7 +441,7 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
 
   auto work = [&](int thread, int threads) {
     const int64_t col_step = partial_tiles ? uk.partial_step : NR;
-    const ThreadGrid grid = thread_grid(threads, m, nc_max, k, MR, col_step, pack_a_now, pack_b_now);
+    const ThreadGrid grid = thread_grid(threads, m, nc_max, k, MR, col_step, pack_a_now, pack_b_now, share_b);
     // Each column group packs into a region of the B buffers of its own, the
     // same for every block: column groups do not wait for each other, and one
     // may pack a later block (another nc, a shorter kc) into the buffer that
@@ -642,17 +644,18 @@ struct KernelChoice {
   const cpu::MicroKernel<T>* kernel;
   cpu::Blocking blocking;
   cpu::InPlaceRows in_place;
+  bool share_b = true;
 };
 
 template <typename T>
 KernelChoice<T> with_derived_blocks(const cpu::MicroKernel<T>* uk) {
-  return {uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T)), cpu::InPlaceRows{}};
+  return {uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T)), cpu::InPlaceRows{}, true};
 }
 
 // The preferred kernel (cpu_features.cpp: MYLINEAROPS_ISA, the only one, or
 // calibrated). Float products take the searched tile and blocks that suit
-// their shape and the searched in-place rows (tuning.h), double ones the
-// cache-derived blocks and the default rows.
+// their shape and the searched in-place and sharing rules (tuning.h), double
+// ones the cache-derived blocks and the default rules.
 template <typename T>
 KernelChoice<T> best_kernel(int64_t m, int64_t n) {
   const cpu::MicroKernel<T>* chosen = usable_kernel<T>(cpu::preferred_isa().isa);
@@ -662,7 +665,7 @@ KernelChoice<T> best_kernel(int64_t m, int64_t n) {
     const cpu::Tuning& tuned = cpu::float_tuning(runtime::team_size());
     if (std::string_view(tuned.kernel->isa) == chosen->isa) {
       const cpu::TileChoice tile = cpu::tile_for_product(tuned, m, n);
-      return {tile.kernel, tile.blocking, tuned.in_place};
+      return {tile.kernel, tile.blocking, tuned.in_place, tuned.share_b};
     }
   }
   return with_derived_blocks(chosen);
@@ -719,14 +722,14 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
       return gemm_blocked(args);
     case Algo::CpuPacked: {
       const KernelChoice<T> choice = best_kernel<T>(args.m, args.n);
-      return gemm_packed(args, *choice.kernel, choice.blocking, choice.in_place);
+      return gemm_packed(args, *choice.kernel, choice.blocking, choice.in_place, choice.share_b);
     }
     case Algo::CpuPackedAvx512:
     case Algo::CpuPackedAvx2:
     case Algo::CpuPackedGeneric: {
       const cpu::MicroKernel<T>* uk = usable_kernel<T>(isa_of(algo));
       MYLINEAROPS_CHECK(uk != nullptr, "mylinearops: this CPU cannot run the requested micro-kernel");
-      return gemm_packed(args, *uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T)), cpu::InPlaceRows{});
+      return gemm_packed(args, *uk, cpu::blocking_for(uk->mr, uk->nr, sizeof(T)), cpu::InPlaceRows{}, true);
     }
     default:
       MYLINEAROPS_CHECK(false, "mylinearops: not a CPU algo");
@@ -736,8 +739,8 @@ void cpu_gemm(Algo algo, const GemmArgs<T>& args) {
 template void cpu_gemm<float>(Algo, const GemmArgs<float>&);
 
 cpu::RowSplit cpu::gemm_packed_f32(const GemmArgs<float>& g, const cpu::MicroKernel<float>& uk,
-                                   const cpu::Blocking& blocks, const cpu::InPlaceRows& in_place) {
-  gemm_packed(g, uk, blocks, in_place);
+                                   const cpu::Blocking& blocks, const cpu::InPlaceRows& in_place, bool share_b) {
+  gemm_packed(g, uk, blocks, in_place, share_b);
   return {last_plan.row_block, last_plan.row_groups, last_plan.col_groups};
 }
 template void cpu_gemm<double>(Algo, const GemmArgs<double>&);

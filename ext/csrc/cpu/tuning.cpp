@@ -19,11 +19,13 @@
 //
 // Then, under the same two tests, the rule for what to pack: up to how many
 // rows reading A and B in place beats packing them (matmul_cpu.cpp, "What to
-// pack"), for each layout of A, from 255 rows up (search_in_place).
+// pack"), for each layout of A, from 255 rows up (search_in_place). Last,
+// whether the threads of a product may share the panels of B they pack, or
+// each packs its own (search_share).
 //
 // kc is never searched. The k blocks fix the order in which each element of C
-// adds up its products; mc, nc, the tile and what is packed do not touch that
-// order. Every candidate therefore computes the same bits (the search checks
+// adds up its products; mc, nc, the tile, what is packed and how the threads
+// split C do not touch that order. Every candidate therefore computes the same bits (the search checks
 // it), and a result never depends on what a noisy search picked.
 // [/book:cpu-tuning]
 #include "tuning.h"
@@ -344,6 +346,66 @@ std::string search_in_place(Tuning& t, Isa isa) {
       say("A column-major", t.in_place.column_major) + tests;
 }
 
+// The sharing rule (t.share_b, t.share_trial), after the in-place rule; returns why.
+std::string search_share(Tuning& t, Isa isa) {
+  if (tuning_switched_off()) return "MYLINEAROPS_TUNING=off: shared (the default)";
+  if (t.threads < 2) return "one thread: nothing to share";
+  if (isa == Isa::Generic) return "the portable micro-kernel: shared (the default, not searched)";
+  constexpr int64_t m = kShareTrialRows, k = kInPlaceColumnMajorTrialK, n = kInPlaceTrialSize;
+  const CacheAlignedArray<float> a = cache_aligned_array<float>(k * m), b = cache_aligned_array<float>(k * n),
+                                 c = cache_aligned_array<float>(m * n);
+  if (!a || !b || !c) return "not searched: no memory for its product";
+  fill(a.get(), k * m, 5), fill(b.get(), k * n, 6);
+  // A column-major A, a weight gradient's X^T (X is k x m); everything packed.
+  const GemmArgs<float> args{m, n, k, a.get(), 1, m, b.get(), n, 1, nullptr, 0, c.get()};
+  const TileChoice tile = tile_for_product(t, m, n);
+  const InPlaceRows pack_all{0, 0};
+  int reps = 1; // products per timing, enough to outlast the clock's resolution
+  RowSplit split;
+  auto run = [&](bool share) {
+    const auto begin = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) split = gemm_packed_f32(args, *tile.kernel, tile.blocking, pack_all, share);
+    return seconds_since(begin) / reps;
+  };
+  // Untimed: warm caches, check the bits, and size the timing.
+  const double first_call = std::min(run(true), run(true));
+  if (split.row_groups < 2) return "not searched: its product shares nothing here";
+  if (first_call * 2 * kTuningMinRounds > kShareBudgetSeconds) {
+    char reason[120];
+    std::snprintf(reason, sizeof reason, "not searched: its product took %.4f s", first_call);
+    return reason;
+  }
+  std::vector<float> shared_c(c.get(), c.get() + m * n);
+  run(false);
+  ShareTrial& trial = t.share_trial;
+  trial.same_result = std::memcmp(c.get(), shared_c.data(), shared_c.size() * sizeof(float)) == 0;
+  reps = static_cast<int>(std::clamp(2.5e-4 / std::max(first_call, 1e-7), 1.0, 100.0));
+  std::vector<double> shared, unshared;
+  const auto timing = std::chrono::steady_clock::now();
+  for (int round = 0; round < kInPlaceMaxRounds; ++round) {
+    if (round % 2) { // each starting first in turn
+      shared.push_back(run(true)), unshared.push_back(run(false));
+    } else {
+      unshared.push_back(run(false)), shared.push_back(run(true));
+    }
+    trial.wins += unshared.back() < shared.back();
+    trial.rounds = round + 1;
+    if (trial.rounds >= kTuningMinRounds && seconds_since(timing) >= kShareBudgetSeconds) break;
+  }
+  trial.shared_seconds = median(shared), trial.unshared_seconds = median(unshared);
+  t.share_b = !clear_gain(trial.unshared_seconds, trial.shared_seconds, trial.wins, trial.rounds, trial.same_result);
+  char reason[320];
+  std::snprintf(reason, sizeof reason,
+                "timed a %lld x %lld x %lld product with a column-major A, its threads sharing the panels of B "
+                "against each packing its own: own %.2fx the time, faster in %d of %d rounds, so %s (a change needs "
+                "a gain of %.0f%% and wins that noise gives with a chance of %.0f%% at most)",
+                static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n),
+                trial.unshared_seconds / trial.shared_seconds, trial.wins, trial.rounds,
+                t.share_b ? "shared (the default)" : "each packs its own", (kTuningMinGain - 1) * 100,
+                kTuningMaxNoiseChance * 100);
+  return reason;
+}
+
 Tuning search(int threads) {
   const auto start = std::chrono::steady_clock::now();
   const Isa isa = preferred_isa().isa;
@@ -351,6 +413,7 @@ Tuning search(int threads) {
   Tuning t{threads, tiles.at(0), blocking_for(tiles[0]->mr, tiles[0]->nr, sizeof(float))};
   t.reason = search_tiles(t, isa, tiles);
   t.in_place_reason = search_in_place(t, isa);
+  t.share_reason = search_share(t, isa);
   t.seconds = seconds_since(start);
   return t;
 }

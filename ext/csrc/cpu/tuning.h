@@ -32,6 +32,14 @@ struct InPlaceTrial {
   bool same_result = true;  // bit for bit the packed product
 };
 
+// The timing of the sharing rule: one product, its threads sharing the
+// panels of B they pack against each packing its own.
+struct ShareTrial {
+  double shared_seconds = 0, unshared_seconds = 0; // medians per product
+  int wins = 0, rounds = 0; // rounds in which packing its own was faster (0 rounds: not run)
+  bool same_result = true;  // bit for bit the shared product
+};
+
 struct Tuning {
   int threads;                      // the team it was searched on, and is for
   const MicroKernel<float>* kernel; // what `packed` runs for float products wider than one vector
@@ -43,6 +51,9 @@ struct Tuning {
   InPlaceRows in_place;                    // up to how many rows products read A and B in place
   std::string in_place_reason;
   std::vector<InPlaceTrial> in_place_trials;
+  bool share_b = true; // whether threads may share the panels of B they pack
+  std::string share_reason;
+  ShareTrial share_trial;
 };
 
 // Searched at the first call for each team size (thread-safe), then fixed
@@ -102,6 +113,20 @@ constexpr int64_t kInPlaceColumnMajorTrialK = 128;
 constexpr double kInPlaceBudgetSeconds = 0.15;
 constexpr int kInPlaceMaxRounds = 25;
 
+// The sharing rule, searched last: whether the threads of a product may
+// split its rows and share the panels of B they pack (row groups, see
+// thread_grid in matmul_cpu.cpp), or each thread computes columns of its own
+// and packs their panels itself. Sharing halves each thread's packing of B
+// and A; the shared lines come from the other core's cache. One product of a
+// weight gradient's shape, kShareTrialRows x kInPlaceColumnMajorTrialK x
+// kInPlaceTrialSize with a column-major A, everything packed, timed both ways
+// for kShareBudgetSeconds under the same two tests: threads stop sharing only
+// where packing their own is the clear gain. (On two cores of a Zen 4 that
+// took 0.7 to 0.9 times the time; on a Xeon's, products of this shape and
+// larger ones took longer.)
+constexpr int64_t kShareTrialRows = 768;
+constexpr double kShareBudgetSeconds = 0.05;
+
 // The chance of at least `wins` heads in `rounds` fair coin flips.
 double sign_test_chance(int wins, int rounds);
 
@@ -118,9 +143,9 @@ struct RowSplit {
   }
 };
 
-// The packed driver with a given tile, blocks and in-place rule (matmul_cpu.cpp);
-// returns how it split the rows.
+// The packed driver with a given tile, blocks, in-place rule and sharing rule
+// (matmul_cpu.cpp); returns how it split the rows.
 RowSplit gemm_packed_f32(const GemmArgs<float>& g, const MicroKernel<float>& uk, const Blocking& blocks,
-                         const InPlaceRows& in_place);
+                         const InPlaceRows& in_place, bool share_b = true);
 
 } // namespace mylinearops::cpu
