@@ -519,6 +519,9 @@ def markdown(report: dict) -> str:
                 rows = t["in_place_rows"]
                 lines.append(f"- `auto` reads A and B in place up to {rows['row_major']} rows with a row-major A, "
                              f"{rows['column_major']} with a column-major one ({t['in_place_reason']})")
+            if "share_b" in t:  # absent from files recorded before the sharing rule was searched
+                verdict = "may share the panels of B they pack" if t["share_b"] else "each pack their own panels of B"
+                lines.append(f"- the threads of `auto` {verdict} ({t['share_reason']})")
         alone = m.get("microkernel_gflops", {})  # absent from files recorded before it was measured
         alone_ceiling = m.get("microkernel_ceiling_gflops", {})  # measured beside it (newer files)
         lines += ["", "## Measured FP32 FMA peak (GFLOP/s)", ""]
@@ -613,6 +616,7 @@ def run_device(device: str, quick: bool) -> dict:
         tuning = machine["mylinearops_cpu"]["tuning"]
         print(f"[cpu] auto's float tile {tuning['tile']}, mc {tuning['mc']}: {tuning['reason']}", flush=True)
         print(f"[cpu] auto's in-place rows {tuning['in_place_rows']}: {tuning['in_place_reason']}", flush=True)
+        print(f"[cpu] auto's threads share B: {tuning['share_b']}: {tuning['share_reason']}", flush=True)
     results = []
     roof_isa = best_peak(machine)[0] if device == "cpu" else None
     shapes = [(s, s, s) for s in sizes] + [(b, i, o) for b, i, o in MLP_SHAPES]
