@@ -145,6 +145,39 @@ bool clear_gain(double faster_seconds, double default_seconds, int wins, int rou
       sign_test_chance(wins, rounds) <= kTuningMaxNoiseChance;
 }
 
+// Two ways to run one product, timed in rounds (each starting first in turn)
+// until `budget` seconds have passed, at least kTuningMinRounds and at most
+// kInPlaceMaxRounds: the median seconds per call of each, and in how many
+// rounds the challenger was faster.
+struct PairTiming {
+  double incumbent_seconds = 0, challenger_seconds = 0;
+  int wins = 0, rounds = 0;
+};
+template <typename Incumbent, typename Challenger>
+PairTiming time_pair(Incumbent&& incumbent, Challenger&& challenger, double budget) {
+  PairTiming out;
+  std::vector<double> incumbents, challengers;
+  const auto timing = std::chrono::steady_clock::now();
+  for (int round = 0; round < kInPlaceMaxRounds; ++round) {
+    if (round % 2) {
+      incumbents.push_back(incumbent()), challengers.push_back(challenger());
+    } else {
+      challengers.push_back(challenger()), incumbents.push_back(incumbent());
+    }
+    out.wins += challengers.back() < incumbents.back();
+    out.rounds = round + 1;
+    if (out.rounds >= kTuningMinRounds && seconds_since(timing) >= budget) break;
+  }
+  out.incumbent_seconds = median(incumbents), out.challenger_seconds = median(challengers);
+  return out;
+}
+
+// Products per timing for a product whose call took `call` seconds: enough
+// for a timing of a quarter of a millisecond, to outlast the clock's resolution.
+int reps_for(double call) {
+  return static_cast<int>(std::clamp(2.5e-4 / std::max(call, 1e-7), 1.0, 100.0));
+}
+
 // The tile and blocks (t.kernel, t.blocking, t.candidates); returns why.
 std::string search_tiles(Tuning& t, Isa isa, const std::vector<const MicroKernel<float>*>& tiles) {
   const bool off = tuning_switched_off();
@@ -304,7 +337,7 @@ std::string search_in_place(Tuning& t, Isa isa) {
           ? GemmArgs<float>{rows, n, kInPlaceColumnMajorTrialK, a.get(), 1, rows, b.get(), n, 1, nullptr, 0, c.get()}
           : GemmArgs<float>{rows, n, k, a.get(), k, 1, b.get(), n, 1, nullptr, 0, c.get()};
       const TileChoice tile = tile_for_product(t, rows, n);
-      int reps = 1; // products per timing, enough to outlast the clock's resolution
+      int reps = 1; // products per timing (reps_for)
       auto run = [&](const InPlaceRows& rule) {
         const auto begin = std::chrono::steady_clock::now();
         for (int r = 0; r < reps; ++r) gemm_packed_f32(args, *tile.kernel, tile.blocking, rule);
@@ -316,20 +349,10 @@ std::string search_in_place(Tuning& t, Isa isa) {
       std::copy_n(c.get(), rows * n, packed_c.begin());
       run(read_all);
       trial.same_result = std::memcmp(c.get(), packed_c.data(), rows * n * sizeof(float)) == 0;
-      reps = static_cast<int>(std::clamp(2.5e-4 / std::max(first_call, 1e-7), 1.0, 100.0));
-      std::vector<double> packed, in_place;
-      const auto timing = std::chrono::steady_clock::now();
-      for (int round = 0; round < kInPlaceMaxRounds; ++round) {
-        if (round % 2) { // each starting first in turn
-          packed.push_back(run(pack_all)), in_place.push_back(run(read_all));
-        } else {
-          in_place.push_back(run(read_all)), packed.push_back(run(pack_all));
-        }
-        trial.wins += in_place.back() < packed.back();
-        trial.rounds = round + 1;
-        if (trial.rounds >= kTuningMinRounds && seconds_since(timing) >= budget) break;
-      }
-      trial.packed_seconds = median(packed), trial.in_place_seconds = median(in_place);
+      reps = reps_for(first_call);
+      const PairTiming timed = time_pair([&] { return run(pack_all); }, [&] { return run(read_all); }, budget);
+      trial.packed_seconds = timed.incumbent_seconds, trial.in_place_seconds = timed.challenger_seconds;
+      trial.wins = timed.wins, trial.rounds = timed.rounds;
       t.in_place_trials.push_back(trial);
       if (!clear_gain(trial.in_place_seconds, trial.packed_seconds, trial.wins, trial.rounds, trial.same_result)) break;
       limit = rows;
@@ -360,7 +383,7 @@ std::string search_share(Tuning& t, Isa isa) {
   const GemmArgs<float> args{m, n, k, a.get(), 1, m, b.get(), n, 1, nullptr, 0, c.get()};
   const TileChoice tile = tile_for_product(t, m, n);
   const InPlaceRows pack_all{0, 0};
-  int reps = 1; // products per timing, enough to outlast the clock's resolution
+  int reps = 1; // products per timing (reps_for)
   RowSplit split;
   auto run = [&](bool share) {
     const auto begin = std::chrono::steady_clock::now();
@@ -379,20 +402,10 @@ std::string search_share(Tuning& t, Isa isa) {
   run(false);
   ShareTrial& trial = t.share_trial;
   trial.same_result = std::memcmp(c.get(), shared_c.data(), shared_c.size() * sizeof(float)) == 0;
-  reps = static_cast<int>(std::clamp(2.5e-4 / std::max(first_call, 1e-7), 1.0, 100.0));
-  std::vector<double> shared, unshared;
-  const auto timing = std::chrono::steady_clock::now();
-  for (int round = 0; round < kInPlaceMaxRounds; ++round) {
-    if (round % 2) { // each starting first in turn
-      shared.push_back(run(true)), unshared.push_back(run(false));
-    } else {
-      unshared.push_back(run(false)), shared.push_back(run(true));
-    }
-    trial.wins += unshared.back() < shared.back();
-    trial.rounds = round + 1;
-    if (trial.rounds >= kTuningMinRounds && seconds_since(timing) >= kShareBudgetSeconds) break;
-  }
-  trial.shared_seconds = median(shared), trial.unshared_seconds = median(unshared);
+  reps = reps_for(first_call);
+  const PairTiming timed = time_pair([&] { return run(true); }, [&] { return run(false); }, kShareBudgetSeconds);
+  trial.shared_seconds = timed.incumbent_seconds, trial.unshared_seconds = timed.challenger_seconds;
+  trial.wins = timed.wins, trial.rounds = timed.rounds;
   t.share_b = !clear_gain(trial.unshared_seconds, trial.shared_seconds, trial.wins, trial.rounds, trial.same_result);
   char reason[320];
   std::snprintf(reason, sizeof reason,
