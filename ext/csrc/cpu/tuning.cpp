@@ -25,8 +25,9 @@
 //
 // kc is never searched. The k blocks fix the order in which each element of C
 // adds up its products; mc, nc, the tile, what is packed and how the threads
-// split C do not touch that order. Every candidate therefore computes the same bits (the search checks
-// it), and a result never depends on what a noisy search picked.
+// split C do not touch that order. Every candidate therefore computes the
+// same bits (the search checks it), and a result never depends on what a
+// noisy search picked.
 // [/book:cpu-tuning]
 #include "tuning.h"
 
