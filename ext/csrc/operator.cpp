@@ -279,7 +279,7 @@ std::string cpu_info() {
   // The sharing rule, and its trial as "shared seconds/own seconds/wins/rounds/same result".
   const cpu::ShareTrial& share = tuning.share_trial;
   out << ";tuning_share_b=" << tuning.share_b << ";tuning_share_reason=" << tuning.share_reason
-      << ";tuning_share_trial=" << share.shared_seconds << "/" << share.unshared_seconds << "/" << share.wins << "/"
+      << ";tuning_share_trial=" << share.shared_seconds << "/" << share.own_seconds << "/" << share.wins << "/"
       << share.rounds << "/" << share.same_result;
   return out.str();
 }

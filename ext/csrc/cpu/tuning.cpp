@@ -405,16 +405,16 @@ std::string search_share(Tuning& t, Isa isa) {
   trial.same_result = std::memcmp(c.get(), shared_c.data(), shared_c.size() * sizeof(float)) == 0;
   reps = reps_for(first_call);
   const PairTiming timed = time_pair([&] { return run(true); }, [&] { return run(false); }, kShareBudgetSeconds);
-  trial.shared_seconds = timed.incumbent_seconds, trial.unshared_seconds = timed.challenger_seconds;
+  trial.shared_seconds = timed.incumbent_seconds, trial.own_seconds = timed.challenger_seconds;
   trial.wins = timed.wins, trial.rounds = timed.rounds;
-  t.share_b = !clear_gain(trial.unshared_seconds, trial.shared_seconds, trial.wins, trial.rounds, trial.same_result);
+  t.share_b = !clear_gain(trial.own_seconds, trial.shared_seconds, trial.wins, trial.rounds, trial.same_result);
   char reason[320];
   std::snprintf(reason, sizeof reason,
                 "timed a %lld x %lld x %lld product with a column-major A, its threads sharing the panels of B "
                 "against each packing its own: own %.2fx the time, faster in %d of %d rounds, so %s (a change needs "
                 "a gain of %.0f%% and wins that noise gives with a chance of %.0f%% at most)",
                 static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n),
-                trial.unshared_seconds / trial.shared_seconds, trial.wins, trial.rounds,
+                trial.own_seconds / trial.shared_seconds, trial.wins, trial.rounds,
                 t.share_b ? "shared (the default)" : "each packs its own", (kTuningMinGain - 1) * 100,
                 kTuningMaxNoiseChance * 100);
   return reason;

@@ -35,7 +35,7 @@ struct InPlaceTrial {
 // The timing of the sharing rule: one product, its threads sharing the
 // panels of B they pack against each packing its own.
 struct ShareTrial {
-  double shared_seconds = 0, unshared_seconds = 0; // medians per product
+  double shared_seconds = 0, own_seconds = 0; // medians per product
   int wins = 0, rounds = 0; // rounds in which packing its own was faster (0 rounds: not run)
   bool same_result = true;  // bit for bit the shared product
 };
