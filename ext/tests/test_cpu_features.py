@@ -772,6 +772,19 @@ def test_products_follow_the_share_rule():
     assert_close_to_reference(C, reference(A, B), m)
 
 
+@pytest.mark.parametrize("layout", ["row_major", "column_major"])
+def test_a_c_narrower_than_a_tile_splits_its_rows(layout):
+    # The MLP's 10 classes fill less than one column step: split into column groups, one
+    # thread would get all of C and the other nothing, whatever the share rule says.
+    torch.set_num_threads(2)
+    A = torch.randn(128, 256) if layout == "row_major" else torch.randn(256, 128).mT
+    B = torch.randn(256, 10)
+    C = mylinearops.matmul(A, B)
+    plan = mylinearops.last_gemm_plan()
+    assert (plan["threads"], plan["row_groups"], plan["col_groups"]) == (2, 2, 1), plan
+    assert_close_to_reference(C, reference(A, B), 256)
+
+
 # Products at the in-place limit and one row past it (or at the rows in ROWS), A in both
 # layouts (a column-major A is X^T), wider than any tile and no larger in k and n than the
 # search's trials; what each packed, and C as a hash of its bytes.

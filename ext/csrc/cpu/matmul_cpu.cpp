@@ -276,7 +276,9 @@ int64_t round_up(int64_t a, int64_t b) {
 // 128 x 256 x 784 product took 1.2 times as long as two that packed their own).
 // Rows are dealt out as threads finish, so a row group computes about its
 // share of the row panels. Where the tuning search timed sharing slower
-// (share_b false, tuning.h), the threads form column groups only.
+// (share_b false, tuning.h), the threads form column groups only, unless B
+// is read in place (there is little to share) or C has fewer column steps
+// than threads: a 10-wide C in column groups left one thread all the work.
 struct ThreadGrid {
   int row_groups, col_groups;
 };
@@ -286,7 +288,8 @@ ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int
   constexpr int64_t kCopyCost = 16, kShareCost = 8;
   ThreadGrid best{1, threads};
   int64_t best_cost = INT64_MAX;
-  for (int rows = 1; rows <= (share_b ? threads : 1); ++rows) { // without sharing: column groups only
+  const bool rows_may_share = share_b || !pack_b || ceil_div(n, col_step) < threads;
+  for (int rows = 1; rows <= (rows_may_share ? threads : 1); ++rows) {
     if (threads % rows != 0) continue;
     const int cols = threads / rows;
     const int64_t my_rows = ceil_div(round_up(m, MR), rows), my_cols = ceil_div(ceil_div(n, col_step), cols) * col_step;
