@@ -102,7 +102,7 @@ template <typename Vt, int MR, int NV, ALayout kA, bool kPartial>
 inline void microkernel_body(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
     int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate,
-    L2Prefetch next, int cols) {
+    const L2Prefetch& next, int cols) {
   using V = typename Vt::V;
   constexpr int W = Vt::kWidth;
   const int last = cols - (NV - 1) * W; // lanes of the last vector in use (W unless kPartial)
@@ -173,7 +173,7 @@ inline void microkernel_body(
 template <typename Vt, int MR, int NV, bool kPartial>
 void dispatch_layout(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
-    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, L2Prefetch next,
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, const L2Prefetch& next,
     int cols) {
   if (a_rs == 1 && a_cs == MR) {
     microkernel_body<Vt, MR, NV, kAPacked, kPartial>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, cols);
@@ -187,7 +187,7 @@ void dispatch_layout(
 template <typename Vt, int MR, int NV>
 void microkernel(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
-    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, L2Prefetch next) {
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, const L2Prefetch& next) {
   dispatch_layout<Vt, MR, NV, false>(kc, a, a_rs, a_cs, b, b_rs, c, ldc, bias, accumulate, next, NV * Vt::kWidth);
 }
 
@@ -198,7 +198,7 @@ void microkernel(
 template <typename Vt, int MR, int NV>
 void microkernel_partial(
     int64_t kc, const typename Vt::T* a, int64_t a_rs, int64_t a_cs, const typename Vt::T* b,
-    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, L2Prefetch next,
+    int64_t b_rs, typename Vt::T* c, int64_t ldc, const typename Vt::T* bias, bool accumulate, const L2Prefetch& next,
     int cols) {
   if constexpr (NV > 1) {
     if (cols <= (NV - 1) * Vt::kWidth) {
