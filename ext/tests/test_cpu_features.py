@@ -772,17 +772,35 @@ def test_products_follow_the_share_rule():
     assert_close_to_reference(C, reference(A, B), m)
 
 
-@pytest.mark.parametrize("layout", ["row_major", "column_major"])
-def test_a_c_narrower_than_a_tile_splits_its_rows(layout):
-    # The MLP's 10 classes fill less than one column step: split into column groups, one
-    # thread would get all of C and the other nothing, whatever the share rule says.
-    torch.set_num_threads(2)
+NARROW_CHILD = """
+import json, torch, mylinearops
+torch.set_num_threads(2)
+out = []
+for layout in ("row_major", "column_major"):
     A = torch.randn(128, 256) if layout == "row_major" else torch.randn(256, 128).mT
     B = torch.randn(256, 10)
     C = mylinearops.matmul(A, B)
     plan = mylinearops.last_gemm_plan()
-    assert (plan["threads"], plan["row_groups"], plan["col_groups"]) == (2, 2, 1), plan
-    assert_close_to_reference(C, reference(A, B), 256)
+    out.append({"layout": layout, "tile": f"{plan['mr']}x{plan['nr']}", "threads": plan["threads"],
+                "grid": [plan["row_groups"], plan["col_groups"]],
+                "error": (C.double() - A.double() @ B.double()).abs().max().item()})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("isa, tile", [("avx2", "6x16"), ("avx512", "12x32"), ("avx512", "8x48")])
+def test_a_c_narrower_than_one_column_step_is_split_by_rows(isa, tile):
+    # The MLP's 10 classes fill less than one column step (16 columns: a vector, or AVX2's
+    # tile): in column groups, one thread would get all of C and the other none, whatever
+    # the share rule says. (AVX-512's 12 x 32 tile rounded the block up to 32 columns, two
+    # steps, and so split it.)
+    if isa not in mylinearops.build_info()["cpu_microkernels"]:
+        pytest.skip(f"no {isa} micro-kernel on this CPU")
+    out = run_child(NARROW_CHILD, MYLINEAROPS_ISA=isa, MYLINEAROPS_TILE=tile)
+    assert out.returncode == 0, out.stderr
+    for run in json.loads(out.stdout.splitlines()[-1]):
+        assert (run["tile"], run["threads"], run["grid"]) == (tile, 2, [2, 1]), run
+        assert run["error"] < 1e-4 * 256**0.5, run
 
 
 # Products at the in-place limit and one row past it (or at the rows in ROWS), A in both

@@ -444,7 +444,9 @@ void gemm_packed(const GemmArgs<T>& g, const cpu::MicroKernel<T>& uk, const cpu:
 
   auto work = [&](int thread, int threads) {
     const int64_t col_step = partial_tiles ? uk.partial_step : NR;
-    const ThreadGrid grid = thread_grid(threads, m, nc_max, k, MR, col_step, pack_a_now, pack_b_now, share_b);
+    // The columns of a block, not nc_max: rounded up to NR, 10 columns read as
+    // 32 with AVX-512's tile, two column steps, and one group got none.
+    const ThreadGrid grid = thread_grid(threads, m, std::min(n, nc_max), k, MR, col_step, pack_a_now, pack_b_now, share_b);
     // Each column group packs into a region of the B buffers of its own, the
     // same for every block: column groups do not wait for each other, and one
     // may pack a later block (another nc, a shorter kc) into the buffer that
