@@ -122,8 +122,8 @@ constexpr int kInPlaceMaxRounds = 25;
 // kInPlaceTrialSize with a column-major A, everything packed, timed both ways
 // for kShareBudgetSeconds under the same two tests: threads stop sharing only
 // where packing their own is the clear gain. (On two cores of a Zen 4 that
-// took 0.7 to 0.9 times the time; on a Xeon's, products of this shape and
-// larger ones took longer.)
+// took 0.7 to 1.0 times the time, from one process to the next; on a Xeon's,
+// products of this shape and larger ones took longer.)
 constexpr int64_t kShareTrialRows = 768;
 constexpr double kShareBudgetSeconds = 0.05;
 
