@@ -186,7 +186,7 @@ def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
     # rows left (two threads), at least 2 row panels, where each thread has 4 blocks or more. Who
     # computes which block never changes a bit of C, and every element of A is still packed
     # once. Without the search, which may find that threads should not share B at all.
-    k, n = 300, 400
+    k, n = 300, 200  # C more than twice as tall as wide: the cost model picks row groups
     env = child_env({key: v for key, v in os.environ.items() if key not in TUNING_SWITCHES}, MYLINEAROPS_TUNING="off")
     child = run_children([(f"M, K, N = {m}, {k}, {n}\n" + SHARING_CHILD, env)])[0]
     assert child.returncode == 0, child.stderr
@@ -760,16 +760,19 @@ def test_share_rule_is_what_its_trial_showed(searched):
 
 
 def test_products_follow_the_share_rule():
-    # A square product shares B between its two threads where the rule allows it (the cost
-    # model picks row groups for it), and splits its columns where it does not.
+    # A tall product shares B between its two threads where the rule allows it (the cost
+    # model picks row groups where C is more than twice as tall as wide), and splits its
+    # columns where it does not. A square one splits its columns either way (1024: an even
+    # count of column steps, which each group gets half of).
     torch.set_num_threads(2)
-    m = max(in_place_trial_rows()) + 100  # packed
-    A, B = torch.randn(m, m), torch.randn(m, m)
-    C = mylinearops.matmul(A, B)
-    plan = mylinearops.last_gemm_plan()
+    tall = max(in_place_trial_rows()) + 100  # packed
     shared = mylinearops.tuning_info()["share_b"]
-    assert (plan["row_groups"], plan["col_groups"]) == ((2, 1) if shared else (1, 2)), (shared, plan)
-    assert_close_to_reference(C, reference(A, B), m)
+    for (m, k, n), grid in (((tall, 300, 200), (2, 1) if shared else (1, 2)), ((1024, 1024, 1024), (1, 2))):
+        A, B = torch.randn(m, k), torch.randn(k, n)
+        C = mylinearops.matmul(A, B)
+        plan = mylinearops.last_gemm_plan()
+        assert plan["pack_b"] and (plan["row_groups"], plan["col_groups"]) == grid, (shared, plan)
+        assert_close_to_reference(C, reference(A, B), k)
 
 
 NARROW_CHILD = """

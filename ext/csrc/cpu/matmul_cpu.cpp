@@ -272,8 +272,12 @@ int64_t round_up(int64_t a, int64_t b) {
 // kCopyCost of them (a copy moves one element per cycle, the FMA units do 16
 // or more multiply-adds per cycle), and every element of B it reads from
 // panels that other threads packed as kShareCost (those lines come from the
-// other cores' caches: on a Zen 4, two threads that shared the panels of a
-// 128 x 256 x 784 product took 1.2 times as long as two that packed their own).
+// other cores' caches). On two threads, kShareCost 32 gives C row groups when
+// it is more than twice as tall as wide: on a Zen 4, timed in one process,
+// row groups took 0.97x the time of column groups at 768 x 768 x 256, the
+// same within 1% at 1536 x 512 x 768, and 1.01x at 1536 x 512 x 1024. In
+// some processes the other core's lines cost far more: row groups then took
+// 1.07x at 1024^3 and 1.6x at 128 x 1024 x 1024.
 // Rows are dealt out as threads finish, so a row group computes about its
 // share of the row panels. Where the tuning search timed sharing slower
 // (share_b false, tuning.h), the threads form column groups only, unless B
@@ -285,7 +289,7 @@ struct ThreadGrid {
 
 ThreadGrid thread_grid(int threads, int64_t m, int64_t n, int64_t k, int MR, int64_t col_step, bool pack_a, bool pack_b,
                        bool share_b) {
-  constexpr int64_t kCopyCost = 16, kShareCost = 8;
+  constexpr int64_t kCopyCost = 16, kShareCost = 32;
   ThreadGrid best{1, threads};
   int64_t best_cost = INT64_MAX;
   const bool rows_may_share = share_b || !pack_b || ceil_div(n, col_step) < threads;
