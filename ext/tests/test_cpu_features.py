@@ -186,7 +186,7 @@ def test_threads_sharing_b_take_rows_a_block_at_a_time(m):
     # rows left (two threads), at least 2 row panels, where each thread has 4 blocks or more. Who
     # computes which block never changes a bit of C, and every element of A is still packed
     # once. Without the search, which may find that threads should not share B at all.
-    k, n = 300, 200  # C more than twice as tall as wide: the cost model picks row groups
+    k, n = 300, 200  # C three times as tall as wide or more: the cost model picks row groups
     env = child_env({key: v for key, v in os.environ.items() if key not in TUNING_SWITCHES}, MYLINEAROPS_TUNING="off")
     child = run_children([(f"M, K, N = {m}, {k}, {n}\n" + SHARING_CHILD, env)])[0]
     assert child.returncode == 0, child.stderr
@@ -761,7 +761,7 @@ def test_share_rule_is_what_its_trial_showed(searched):
 
 def test_products_follow_the_share_rule():
     # A tall product shares B between its two threads where the rule allows it (the cost
-    # model picks row groups where C is more than twice as tall as wide), and splits its
+    # model picks row groups for a C five times as tall as wide), and splits its
     # columns where it does not. A square one splits its columns either way (1024: an even
     # count of column steps, which each group gets half of).
     torch.set_num_threads(2)

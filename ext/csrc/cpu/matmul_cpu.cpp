@@ -272,8 +272,9 @@ int64_t round_up(int64_t a, int64_t b) {
 // kCopyCost of them (a copy moves one element per cycle, the FMA units do 16
 // or more multiply-adds per cycle), and every element of B it reads from
 // panels that other threads packed as kShareCost (those lines come from the
-// other cores' caches). On two threads, kShareCost 32 gives C row groups when
-// it is more than twice as tall as wide: on a Zen 4, timed in one process,
+// other cores' caches). On two threads, kShareCost 32 favours row groups where
+// C is about twice as tall as wide or taller (columns that split unevenly
+// between two groups tip closer cases to rows): on a Zen 4, timed in one process,
 // row groups took 0.97x the time of column groups at 768 x 768 x 256, the
 // same within 1% at 1536 x 512 x 768, and 1.01x at 1536 x 512 x 1024. In
 // some processes the other core's lines cost far more: row groups then took
